@@ -1,0 +1,5 @@
+"""envdoctor's built-in checks: one module per failure family, each exporting CHECK.
+
+Ships inside the wheel as `envdoctor.checks`; stdlib + envdoctor.model only,
+torch only inside probe().
+"""

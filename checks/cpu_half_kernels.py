@@ -1,0 +1,199 @@
+"""cpu-half-kernels: does this torch have fp16 / bf16 kernels on the CPU, and do
+they compute the right numbers? (seed 004: `"LayerNormKernelImpl" not
+implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Dict, List, Tuple
+
+from envdoctor.microops import dtype_name, randn, run_op, seeded_generator
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+
+ID = "cpu-half-kernels"
+DTYPES = ("float16", "bfloat16")
+# Largest max-relative error (vs fp32 on the same rounded inputs) a sound kernel shows
+# on these tiny shapes; far above rounding noise, far below garbage.
+TOLERANCE = {"float16": 2e-2, "bfloat16": 8e-2}
+
+
+def _cases(torch: Any, F: Any, dt: Any) -> List[Tuple[str, Callable[[], Any], Callable[[], Any]]]:
+    gen = seeded_generator(torch, 0)
+    x2, w2, b1 = randn(torch, gen, 4, 16), randn(torch, gen, 8, 16), randn(torch, gen, 8)
+    ln_w, ln_b = randn(torch, gen, 16), randn(torch, gen, 16)
+    a3, b3 = randn(torch, gen, 2, 4, 8), randn(torch, gen, 2, 8, 4)
+    img, kern, kb = randn(torch, gen, 1, 3, 8, 8), randn(torch, gen, 4, 3, 3, 3), randn(torch, gen, 4)
+    gn_x, gn_w, gn_b = randn(torch, gen, 2, 4, 4, 4), randn(torch, gen, 4), randn(torch, gen, 4)
+    q, k, v = randn(torch, gen, 1, 2, 4, 8), randn(torch, gen, 1, 2, 4, 8), randn(torch, gen, 1, 2, 4, 8)
+
+    def h(t: Any) -> Any:  # the half-precision input
+        return t.to(dt)
+
+    def r(t: Any) -> Any:  # the same rounded values, in fp32, for the reference
+        return t.to(dt).float()
+
+    cases = [
+        ("layer_norm", lambda: F.layer_norm(h(x2), (16,), h(ln_w), h(ln_b)), lambda: F.layer_norm(r(x2), (16,), r(ln_w), r(ln_b))),
+        ("linear", lambda: F.linear(h(x2), h(w2), h(b1)), lambda: F.linear(r(x2), r(w2), r(b1))),
+        ("matmul", lambda: torch.matmul(h(x2), h(w2).t()), lambda: torch.matmul(r(x2), r(w2).t())),
+        ("bmm", lambda: torch.bmm(h(a3), h(b3)), lambda: torch.bmm(r(a3), r(b3))),
+        ("conv2d", lambda: F.conv2d(h(img), h(kern), h(kb), padding=1), lambda: F.conv2d(r(img), r(kern), r(kb), padding=1)),
+        ("group_norm", lambda: F.group_norm(h(gn_x), 2, h(gn_w), h(gn_b)), lambda: F.group_norm(r(gn_x), 2, r(gn_w), r(gn_b))),
+        ("softmax", lambda: F.softmax(h(x2), dim=-1), lambda: F.softmax(r(x2), dim=-1)),
+    ]
+    if hasattr(F, "scaled_dot_product_attention"):
+        cases.append(("scaled_dot_product_attention", lambda: F.scaled_dot_product_attention(h(q), h(k), h(v)),
+                      lambda: F.scaled_dot_product_attention(r(q), r(k), r(v))))
+    if hasattr(F, "rms_norm"):
+        cases.append(("rms_norm", lambda: F.rms_norm(h(x2), (16,), h(ln_w)), lambda: F.rms_norm(r(x2), (16,), r(ln_w))))
+    return cases
+
+
+def _autocast(torch: Any, dt: Any) -> Dict[str, Any]:
+    """CPU autocast: does it really compute in the requested dtype, or silently fall back?"""
+    gen = seeded_generator(torch, 1)
+    a, b = randn(torch, gen, 4, 16), randn(torch, gen, 16, 8)
+    name = dtype_name(dt)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autocast(device_type="cpu", dtype=dt):
+                out = torch.mm(a, b)
+        except Exception as exc:  # noqa: BLE001
+            return op_fact("autocast", "cpu", name, False, str(exc).strip()[:600], None, error_type=type(exc).__name__)
+    got = dtype_name(out.dtype)
+    if got != name:
+        message = "; ".join(sorted({str(w.message) for w in caught})) or "autocast computed in %s" % got
+        return op_fact("autocast", "cpu", name, False, message, None, out_dtype=got)
+    return op_fact("autocast", "cpu", name, True, None, None, out_dtype=got)
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    devices = available_devices(torch)
+    facts: Dict[str, Any] = {"torch": torch.__version__, "accelerators": [d for d in devices if d != "cpu"], "ops": []}
+    if "cpu" not in ctx.select_devices(torch):
+        facts["not_selected"] = True
+        return facts
+    import torch.nn.functional as F
+
+    for name in DTYPES:
+        dt = getattr(torch, name, None)
+        if dt is None:
+            facts["ops"].append(op_fact("dtype", "cpu", name, False, "torch has no %s" % name, None))
+            continue
+        for op, fn, ref in _cases(torch, F, dt):
+            facts["ops"].append(run_op(torch, op, "cpu", name, fn, ref))
+        facts["ops"].append(_autocast(torch, dt))
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+_LABEL = {"float16": "fp16", "bfloat16": "bf16"}
+
+
+def _remedies(dtype: str, ops: List[str], torch_version: str) -> Tuple[Remedy, ...]:
+    label = _LABEL.get(dtype, dtype)
+    return (
+        Remedy(
+            "Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
+            "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`",
+            kind="config",
+            id="precision-fp32",
+            action={"set": {"precision": "fp32"}, "when": {"device": "cpu", "precision": label}},
+        ),
+        Remedy(
+            "Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where %s kernels exist" % label,
+            kind="manual",
+            id="use-gpu",
+        ),
+        Remedy(
+            "Upgrade torch: torch %s lacks CPU %s kernels for %s; measured, torch 2.13 runs all of them on the CPU"
+            % (torch_version, label, ", ".join(ops)),
+            kind="pip",
+            commands=("python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu",),
+            id="torch-upgrade",
+            action={"upgrade": ["torch"]},
+        ),
+    )
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    ops = [o for o in facts.get("ops") or () if o.get("device") == "cpu"]
+    # Only a CPU-only machine trains on the CPU by default; with a GPU this matters
+    # for offloaded parts and CPU inference.
+    severity = Severity.WARNING if facts.get("accelerators") else Severity.ERROR
+    version = facts.get("torch", "?")
+    for dtype in DTYPES:
+        mine = [o for o in ops if o.get("dtype") == dtype]
+        failed = [o for o in mine if not o.get("ok")]
+        label = _LABEL[dtype]
+        if failed:
+            names = [o["op"] for o in failed]
+            findings.append(
+                Finding(
+                    ID,
+                    "%s-missing" % label,
+                    severity,
+                    "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names)),
+                    tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
+                    _remedies(dtype, names, version),
+                    {"device": "cpu", "dtype": dtype, "ops": names},
+                )
+            )
+        wrong = [o for o in mine if o.get("ok") and _garbage(o, dtype)]
+        if wrong:
+            findings.append(
+                Finding(
+                    ID,
+                    "%s-wrong-results" % label,
+                    Severity.ERROR,
+                    "%s on CPU: %s run but return wrong numbers" % (label, ", ".join(o["op"] for o in wrong)),
+                    tuple("%s %s cpu: max relative error %s vs fp32 (tolerance %g)" % (o["op"], label, o.get("max_rel_err"), TOLERANCE[dtype]) for o in wrong),
+                    _remedies(dtype, [o["op"] for o in wrong], version),
+                    {"device": "cpu", "dtype": dtype, "ops": [o["op"] for o in wrong]},
+                )
+            )
+    return findings
+
+
+def _garbage(fact: Dict[str, Any], dtype: str) -> bool:
+    err = fact.get("max_rel_err")
+    if err is None:
+        return False
+    if isinstance(err, str):  # "nan" / "inf": the output was not finite
+        return True
+    return float(err) > TOLERANCE[dtype]
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    if facts.get("not_selected"):
+        return "CPU not selected"
+    ops = facts.get("ops") or []
+    parts = []
+    for dtype in DTYPES:
+        mine = [o for o in ops if o.get("dtype") == dtype]
+        good = [o for o in mine if o.get("ok")]
+        errs = [float(o["max_rel_err"]) for o in good if isinstance(o.get("max_rel_err"), (int, float))]
+        worst = (", max rel err %.1e" % max(errs)) if errs else ""
+        parts.append("%s %d/%d ops%s" % (_LABEL[dtype], len(good), len(mine), worst))
+    return "; ".join(parts)
+
+
+SIGNATURES = (
+    Signature("fp16-missing", r"\"?\w+\"? not implemented for '(Half|BFloat16)'",
+              cause="this torch has no CPU kernel for the operation in half precision"),
+    Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported",
+              cause="CPU autocast does not support the requested half dtype in this torch"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="half-precision kernels on CPU",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    order=10,
+    signatures=SIGNATURES,
+)

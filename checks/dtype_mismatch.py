@@ -1,0 +1,148 @@
+"""dtype-mismatch: which fp32 / fp16 / bf16 mixes does this stack reject, on each
+device, and with which message? (seeds 000 and 001: a CLIP layer_norm, linear,
+conv and VAE bias meeting tensors of another dtype in OneTrainer.)
+
+The rejections are torch's rules, not a defect: they are recorded so that a
+traceback can be matched to them, and a mix that is *accepted* but computes
+the wrong numbers is an error."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+from envdoctor.microops import randn, run_op, seeded_generator
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+
+ID = "dtype-mismatch"
+FLOATS = ("float32", "float16", "bfloat16")
+PAIRS = [(a, b) for a in FLOATS for b in FLOATS if a != b]
+TOLERANCE = 8e-2  # an accepted mix computes at the lower precision at worst
+
+
+def _label(name: str) -> str:
+    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(name, name)
+
+
+def _probe_device(torch: Any, F: Any, device: str) -> List[Dict[str, Any]]:
+    gen = seeded_generator(torch, 2)
+    x, w, b = randn(torch, gen, 4, 16), randn(torch, gen, 8, 16), randn(torch, gen, 8)
+    img, kern, kb = randn(torch, gen, 1, 3, 8, 8), randn(torch, gen, 4, 3, 3, 3), randn(torch, gen, 4)
+    ln_w, ln_b = randn(torch, gen, 16), randn(torch, gen, 16)
+    ops: List[Dict[str, Any]] = []
+
+    def on(t: Any, name: str) -> Any:
+        return t.to(device=device, dtype=getattr(torch, name))
+
+    def ref(t: Any, name: str) -> Any:  # the rounded values in fp32, on the CPU
+        return t.to(getattr(torch, name)).float()
+
+    for a, c in PAIRS:
+        mix = {"weight_dtype": c, "mix": "input %s × weight %s" % (_label(a), _label(c))}
+        ops.append(run_op(torch, "linear", device, a, lambda: F.linear(on(x, a), on(w, c)), lambda: F.linear(ref(x, a), ref(w, c)), **mix))
+        ops.append(run_op(torch, "matmul", device, a, lambda: torch.matmul(on(x, a), on(w, c).t()),
+                          lambda: torch.matmul(ref(x, a), ref(w, c).t()), **mix))
+        ops.append(run_op(torch, "conv2d", device, a, lambda: F.conv2d(on(img, a), on(kern, c), padding=1),
+                          lambda: F.conv2d(ref(img, a), ref(kern, c), padding=1), **mix))
+        ops.append(run_op(torch, "layer_norm", device, a, lambda: F.layer_norm(on(x, a), (16,), on(ln_w, c), on(ln_b, c)),
+                          lambda: F.layer_norm(ref(x, a), (16,), ref(ln_w, c), ref(ln_b, c)), **mix))
+    for a, c in PAIRS:  # input and weight agree, the bias does not (seed 001's VAE)
+        mix = {"weight_dtype": a, "bias_dtype": c, "mix": "input/weight %s × bias %s" % (_label(a), _label(c))}
+        ops.append(run_op(torch, "conv2d_bias", device, a, lambda: F.conv2d(on(img, a), on(kern, a), on(kb, c), padding=1),
+                          lambda: F.conv2d(ref(img, a), ref(kern, a), ref(kb, c), padding=1), **mix))
+    return ops
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    import torch.nn.functional as F
+
+    devices = [d for d in ctx.select_devices(torch) if d != "mps"]
+    facts: Dict[str, Any] = {"torch": torch.__version__, "devices": devices, "ops": []}
+    for device in devices:
+        facts["ops"].extend(_probe_device(torch, F, device))
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+REMEDIES = (
+    Remedy("Cast the input to the layer's dtype where the two meet: `x = x.to(layer.weight.dtype)` "
+           "(the maintainer fix for seed 000 casts to fp32 before the CLIP layer_norm)", id="cast-input"),
+    Remedy("Load every model part in one weight dtype (OneTrainer: the same `weight_dtype` for unet, text encoders and vae), "
+           "or train in fp32 / bf16 throughout", kind="config", id="consistent-weight-dtype",
+           action={"set": {"weight_dtype": "consistent"}}),
+    Remedy("Run the forward pass under autocast (`with torch.autocast(device_type, dtype=torch.bfloat16):`), "
+           "which casts at operation boundaries", id="use-autocast"),
+)
+
+
+def _garbage(fact: Dict[str, Any]) -> bool:
+    err = fact.get("max_rel_err")
+    return isinstance(err, str) or (err is not None and float(err) > TOLERANCE)
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    for device in facts.get("devices") or ():
+        ops = [o for o in facts.get("ops") or () if o.get("device") == device]
+        rejected = [o for o in ops if not o.get("ok")]
+        if rejected:
+            distinct: Dict[Tuple[str, str], str] = {}
+            for o in rejected:
+                distinct.setdefault((o["op"], o.get("error") or ""), o.get("mix", ""))
+            findings.append(
+                Finding(
+                    ID,
+                    "mixes-rejected",
+                    Severity.INFO,
+                    "%s: %d of %d fp32/fp16/bf16 mixes are rejected; a model whose parts disagree in dtype fails there"
+                    % (device, len(rejected), len(ops)),
+                    tuple("%s (%s): %s" % (op, mix, error) for (op, error), mix in distinct.items()),
+                    REMEDIES,
+                    {"device": device, "rejected": len(rejected), "total": len(ops)},
+                )
+            )
+        wrong = [o for o in ops if o.get("ok") and _garbage(o)]
+        if wrong:
+            findings.append(
+                Finding(
+                    ID,
+                    "mix-wrong-results",
+                    Severity.ERROR,
+                    "%s: mixed-dtype %s run but compute wrong numbers" % (device, ", ".join(sorted({o["op"] for o in wrong}))),
+                    tuple("%s (%s): max relative error %s vs fp32" % (o["op"], o.get("mix"), o.get("max_rel_err")) for o in wrong),
+                    REMEDIES,
+                    {"device": device},
+                )
+            )
+    return findings
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    parts = []
+    for device in facts.get("devices") or ():
+        ops = [o for o in facts.get("ops") or () if o.get("device") == device]
+        accepted = sum(1 for o in ops if o.get("ok"))
+        parts.append("%s: %d of %d mixes rejected, %d accepted" % (device, len(ops) - accepted, len(ops), accepted))
+    return "; ".join(parts) or "no device selected"
+
+
+SIGNATURES = (
+    Signature("mixes-rejected", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              cause="two tensors of different float dtypes met in one operation"),
+    Signature("mixes-rejected", r"mat1 and mat2 must have the same dtype|expected m1 and m2 to have the same dtype",
+              cause="a linear/matmul input and weight have different dtypes"),
+    Signature("mixes-rejected", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
+              cause="a convolution's input, weight or bias have different dtypes"),
+    Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
+              cause="a normalisation's input and weight have different dtypes on the CPU"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="mixed fp32/fp16/bf16 operations",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    order=20,
+    signatures=SIGNATURES,
+)

@@ -1,0 +1,224 @@
+"""fp8: float8 dtypes, their promotion with fp16/bf16/fp32, explicit casts,
+`torch._scaled_mm`, and whether each GPU can do fp8 matmul (compute capability
+8.9+). (seed 003: `Promotion for Float8 Types is not supported, attempted to
+promote Float8_e4m3fn and Half` when DoRA met an fp8 SDXL base in OneTrainer.)"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.microops import error_text, randn, run_op, seeded_generator
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+
+ID = "fp8"
+FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
+MAIN_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")  # the two that training code uses
+OTHERS = ("float16", "bfloat16", "float32")
+FP8_MATMUL_CC = (8, 9)
+# e4m3 keeps 3 mantissa bits (~6 % step), e5m2 2 bits (~12 %): a round trip
+# beyond this is wrong, not rounding.
+CAST_TOLERANCE = {"float8_e4m3fn": 0.1, "float8_e5m2": 0.2}
+
+
+def _scaled_mm(torch: Any, device: str, f8: Any) -> Any:
+    gen = seeded_generator(torch, 3)
+    a = randn(torch, gen, 16, 32).to(device=device, dtype=f8)
+    b = randn(torch, gen, 16, 32).to(device=device, dtype=f8).t()  # column-major, as cuBLASLt wants
+    one = torch.tensor(1.0, device=device)
+    out = torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return out[0] if isinstance(out, tuple) else out  # torch 2.1-2.3 returned (out, amax)
+
+
+def _scaled_mm_ref(torch: Any, f8: Any) -> Any:
+    gen = seeded_generator(torch, 3)
+    a = randn(torch, gen, 16, 32).to(f8).float()
+    b = randn(torch, gen, 16, 32).to(f8).float().t()
+    return a @ b
+
+
+def _capability(torch: Any, device: str) -> Optional[Tuple[int, int]]:
+    if not device.startswith("cuda"):
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return int(major), int(minor)
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    present = [name for name in FLOAT8 if hasattr(torch, name)]
+    facts: Dict[str, Any] = {
+        "torch": torch.__version__,
+        "dtypes": present,
+        "scaled_mm": hasattr(torch, "_scaled_mm"),
+        "devices": [],
+        "ops": [],
+        "promote_types": [],
+    }
+    if not present:
+        return facts
+    gen = seeded_generator(torch, 4)
+    x = randn(torch, gen, 64)
+    for f8_name in [n for n in MAIN_FLOAT8 if n in present]:
+        f8 = getattr(torch, f8_name)
+        for other in OTHERS:
+            try:
+                result = str(torch.promote_types(f8, getattr(torch, other))).replace("torch.", "")
+                facts["promote_types"].append({"a": f8_name, "b": other, "ok": True, "result": result})
+            except Exception as exc:  # noqa: BLE001
+                facts["promote_types"].append({"a": f8_name, "b": other, "ok": False, "error": error_text(exc)})
+    for device in ctx.select_devices(torch):
+        if device == "mps":
+            continue
+        cc = _capability(torch, device)
+        info: Dict[str, Any] = {"id": device}
+        if cc is not None:
+            info["capability"] = "%d.%d" % cc
+            info["name"] = torch.cuda.get_device_name(device)
+            info["fp8_matmul_hardware"] = cc >= FP8_MATMUL_CC
+        facts["devices"].append(info)
+        for f8_name in [n for n in MAIN_FLOAT8 if n in present]:
+            f8 = getattr(torch, f8_name)
+            for other in OTHERS:
+                dt = getattr(torch, other)
+                facts["ops"].append(run_op(
+                    torch, "add", device, f8_name,
+                    lambda: x.to(device=device, dtype=f8) + x.to(device=device, dtype=dt),
+                    other_dtype=other,
+                ))
+                facts["ops"].append(run_op(
+                    torch, "cast", device, f8_name,
+                    lambda: x.to(device=device, dtype=f8).to(dt),
+                    lambda: x, to_dtype=other,
+                ))
+            facts["ops"].append(run_op(
+                torch, "matmul", device, f8_name,
+                lambda: x.reshape(8, 8).to(device=device, dtype=f8) @ x.reshape(8, 8).to(device=device, dtype=f8),
+            ))
+            if facts["scaled_mm"] and f8_name == "float8_e4m3fn":
+                facts["ops"].append(run_op(
+                    torch, "_scaled_mm", device, f8_name,
+                    lambda: _scaled_mm(torch, device, f8),
+                    lambda: _scaled_mm_ref(torch, f8),
+                    out_dtype="bfloat16",
+                ))
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+PROMOTION_REMEDIES = (
+    Remedy("Upcast fp8 weights before any math with other dtypes: `w.to(torch.bfloat16)` (what OneTrainer's fp8 fix does "
+           "before the DoRA norm)", id="upcast-fp8"),
+    Remedy("Turn DoRA off while the base weights are fp8 (OneTrainer `lora_decompose: false`, peft `use_dora=False`)",
+           kind="config", id="dora-off", action={"set": {"dora": False}}),
+    Remedy("Load the base weights in bf16 instead of fp8 (OneTrainer `weight_dtype: BFLOAT_16` for the trained part)",
+           kind="config", id="base-bf16", action={"set": {"weight_dtype": "bf16"}}),
+)
+
+
+def _cast_wrong(fact: Dict[str, Any]) -> bool:
+    err = fact.get("max_rel_err")
+    if err is None:
+        return False
+    return isinstance(err, str) or float(err) > CAST_TOLERANCE.get(fact.get("dtype", ""), 0.2)
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    version = facts.get("torch", "?")
+    if not facts.get("dtypes"):
+        return [
+            Finding(ID, "no-float8", Severity.INFO, "no float8 dtypes in this torch (%s)" % version,
+                    ("torch %s has none of %s" % (version, ", ".join(MAIN_FLOAT8)),),
+                    (Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", kind="pip",
+                            commands=("python -m pip install --upgrade torch",), id="torch-upgrade",
+                            action={"upgrade": ["torch"]}),),
+                    {"torch": version})
+        ]
+    ops = facts.get("ops") or []
+    rejected = [o for o in ops if o["op"] == "add" and not o.get("ok")]
+    if rejected:
+        findings.append(
+            Finding(ID, "float8-promotion", Severity.INFO,
+                    "float8 does not promote: math between fp8 and fp16/bf16/fp32 tensors fails unless cast first",
+                    tuple(sorted({"%s: %s" % (o["device"], o.get("error")) for o in rejected})),
+                    PROMOTION_REMEDIES, {"dtypes": sorted({o["dtype"] for o in rejected})})
+        )
+    wrong = [o for o in ops if o["op"] == "cast" and o.get("ok") and _cast_wrong(o)]
+    if wrong:
+        findings.append(
+            Finding(ID, "cast-wrong-results", Severity.ERROR, "float8 casts return wrong values",
+                    tuple("%s %s→%s: max relative error %s" % (o["device"], o["dtype"], o.get("to_dtype"), o.get("max_rel_err")) for o in wrong),
+                    (Remedy("Reinstall torch; do not train with fp8 weights on this stack"),), {})
+        )
+    broken_casts = [o for o in ops if o["op"] == "cast" and not o.get("ok")]
+    if broken_casts:
+        findings.append(
+            Finding(ID, "cast-fails", Severity.WARNING, "explicit float8 casts fail",
+                    tuple("%s %s→%s: %s" % (o["device"], o["dtype"], o.get("to_dtype"), o.get("error")) for o in broken_casts),
+                    (Remedy("Keep the weights in bf16 on this device"),), {})
+        )
+    if not facts.get("scaled_mm"):
+        findings.append(
+            Finding(ID, "no-scaled-mm", Severity.INFO, "torch._scaled_mm is missing: no fp8 matmul in this torch (%s)" % version,
+                    ("hasattr(torch, '_scaled_mm') is False",), (), {})
+        )
+    for dev in facts.get("devices") or ():
+        if "capability" not in dev:
+            continue
+        mm = [o for o in ops if o["op"] == "_scaled_mm" and o["device"] == dev["id"]]
+        if not dev.get("fp8_matmul_hardware"):
+            findings.append(
+                Finding(ID, "no-fp8-hardware", Severity.INFO,
+                        "%s (%s, compute capability %s) cannot run fp8 matmul: fp8 weights are only storage there"
+                        % (dev["id"], dev.get("name"), dev["capability"]),
+                        ("fp8 matmul (torch._scaled_mm) needs compute capability 8.9 or newer (Ada, Hopper, Blackwell)",),
+                        (Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16"),),
+                        {"device": dev["id"], "capability": dev["capability"]})
+            )
+        elif mm and not mm[0].get("ok"):
+            findings.append(
+                Finding(ID, "scaled-mm-fails", Severity.WARNING,
+                        "%s (%s) should run fp8 matmul but torch._scaled_mm fails" % (dev["id"], dev.get("name")),
+                        (mm[0].get("error") or "",),
+                        (Remedy("Upgrade torch to a release whose _scaled_mm supports this GPU", kind="pip", id="torch-upgrade"),),
+                        {"device": dev["id"]})
+            )
+    return findings
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    if not facts.get("dtypes"):
+        return "no float8 dtypes in this torch"
+    ops = facts.get("ops") or []
+    promo = [o for o in ops if o["op"] == "add"]
+    promo_ok = sum(1 for o in promo if o.get("ok"))
+    hw = [d for d in facts.get("devices") or () if d.get("fp8_matmul_hardware")]
+    parts = [
+        "%d float8 dtypes" % len(facts["dtypes"]),
+        "promotion %s" % ("rejected" if promo and not promo_ok else "%d/%d accepted" % (promo_ok, len(promo))),
+        "_scaled_mm %s" % ("present" if facts.get("scaled_mm") else "missing"),
+    ]
+    if hw:
+        parts.append("fp8 matmul on %s" % ", ".join(d["id"] for d in hw))
+    return " · ".join(parts)
+
+
+SIGNATURES = (
+    Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
+              cause="a float8 tensor met a tensor of another dtype in one operation"),
+    Signature("float8-promotion", r"not implemented for 'Float8_\w+'",
+              cause="an operation has no kernel for float8 (e.g. the DoRA weight norm on fp8 base weights)"),
+    Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability",
+              cause="fp8 matmul needs compute capability 8.9+"),
+    Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="float8",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    order=30,
+    signatures=SIGNATURES,
+)

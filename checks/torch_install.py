@@ -1,0 +1,252 @@
+"""torch-install: is torch importable, what build is it, which devices does it
+see, and which of the packages it is usually mixed with are installed."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Any, Dict, List, Optional
+
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+
+ID = "torch-install"
+
+# Distribution names of the libraries this stack is mixed with.
+COMPANIONS = (
+    "numpy", "transformers", "diffusers", "peft", "accelerate", "apex", "xformers", "flash-attn",
+    "bitsandbytes", "triton", "torchvision", "torchaudio", "deepspeed", "safetensors",
+)
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def _dist_version(name: str) -> Optional[str]:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python 3.7
+        return None
+    for candidate in (name, name.replace("-", "_")):
+        try:
+            return version(candidate)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def _guard(fn: Any, default: Any = None) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - a failing query is recorded, not raised
+        return {"error": "%s: %s" % (type(exc).__name__, exc)} if default is None else default
+
+
+def _build(torch: Any) -> Dict[str, Any]:
+    version = torch.version
+    cuda_build = getattr(version, "cuda", None)
+    build: Dict[str, Any] = {
+        "version": torch.__version__,
+        "git_version": getattr(version, "git_version", None),
+        "cuda": cuda_build,
+        "hip": getattr(version, "hip", None),
+        "debug": getattr(version, "debug", None),
+        "cxx11_abi": _guard(lambda: bool(torch._C._GLIBCXX_USE_CXX11_ABI)),
+        "cpu_capability": _guard(lambda: torch.backends.cpu.get_cpu_capability()),
+        "cudnn": _guard(lambda: torch.backends.cudnn.version()) if cuda_build else None,
+        "arch_list": _guard(lambda: list(torch.cuda.get_arch_list()), []) if cuda_build else [],
+    }
+    build["kind"] = "ROCm" if build["hip"] else ("CUDA %s" % cuda_build if cuda_build else "CPU-only")
+    return build
+
+
+def _devices(torch: Any, build: Dict[str, Any]) -> List[Dict[str, Any]]:
+    devices = [
+        {
+            "id": "cpu",
+            "type": "cpu",
+            "name": platform.processor() or platform.machine(),
+            "capability": build.get("cpu_capability"),
+            "threads": _guard(lambda: torch.get_num_threads()),
+        }
+    ]
+    for dev in available_devices(torch)[1:]:
+        if dev.startswith("cuda"):
+            index = int(dev.split(":")[1])
+            props = _guard(lambda: torch.cuda.get_device_properties(index))
+            if isinstance(props, dict):
+                devices.append({"id": dev, "type": "cuda", **props})
+                continue
+            devices.append(
+                {
+                    "id": dev,
+                    "type": "cuda",
+                    "name": props.name,
+                    "capability": "%d.%d" % (props.major, props.minor),
+                    "total_memory": int(props.total_memory),
+                    "multi_processor_count": getattr(props, "multi_processor_count", None),
+                }
+            )
+        else:
+            devices.append({"id": dev, "type": dev})
+    return devices
+
+
+def _numpy_interop(torch: Any) -> Dict[str, Any]:
+    try:
+        torch.zeros(2).numpy()
+    except Exception as exc:  # noqa: BLE001
+        return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+    return {"ok": True}
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    import warnings
+
+    facts: Dict[str, Any] = {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
+        "platform": sys.platform,
+        "machine": platform.machine(),
+        "torch_import": ctx.options.get("torch_import") or {},
+        "torch_dist": _dist_version("torch"),
+        "packages": {name: _dist_version(name) for name in COMPANIONS},
+    }
+    if torch is None:
+        return facts
+    facts["build"] = build = _build(torch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        facts["cuda_available"] = _guard(lambda: bool(torch.cuda.is_available()), False)
+        facts["devices"] = _devices(torch, build)
+    facts["cuda_init_warnings"] = sorted({str(w.message) for w in caught})
+    facts["mps"] = {
+        "built": _guard(lambda: bool(torch.backends.mps.is_built()), False),
+        "available": _guard(lambda: bool(torch.backends.mps.is_available()), False),
+    }
+    facts["numpy_interop"] = _numpy_interop(torch)
+    seen = {d["id"] for d in facts["devices"]}
+    wanted = ctx.devices or []
+    facts["missing_devices"] = [
+        d for d in wanted if d not in seen and not (d == "cuda" and any(s.startswith("cuda") for s in seen))
+    ]
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _pip(facts: Dict[str, Any], *args: str) -> str:
+    python = facts.get("python") or "python"
+    return " ".join([_quote(python), "-m", "pip", *args])
+
+
+def _quote(text: str) -> str:
+    return text if text and all(c.isalnum() or c in "/._-+:=<>[]," for c in text) else "'%s'" % text.replace("'", "'\\''")
+
+
+def _install_remedies(facts: Dict[str, Any], reinstall: Optional[str]) -> tuple:
+    if reinstall:
+        return (
+            Remedy(
+                "Reinstall the same torch release with its dependencies (its CUDA libraries come as separate packages)",
+                kind="pip",
+                commands=(_pip(facts, "install", "--force-reinstall", "torch==%s" % reinstall.split("+")[0]),),
+                id="torch-reinstall",
+                action={"install": ["torch==%s" % reinstall.split("+")[0]], "force_reinstall": True},
+            ),
+        )
+    return (
+        Remedy(
+            "Install torch. On Linux the default build is a CUDA build (several GB); on a machine without an NVIDIA GPU take the CPU build",
+            kind="pip",
+            commands=(_pip(facts, "install", "torch"), _pip(facts, "install", "torch", "--index-url", CPU_INDEX)),
+            id="torch-install",
+            action={"install": ["torch"]},
+        ),
+    )
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    imp = facts.get("torch_import") or {}
+    dist = facts.get("torch_dist")
+    if not imp.get("ok"):
+        error = imp.get("error") or "torch did not import"
+        if imp.get("error_type") == "ModuleNotFoundError" and not dist:
+            findings.append(
+                Finding(ID, "torch-missing", Severity.ERROR, "torch is not installed in %s" % facts.get("python"),
+                        (error,), _install_remedies(facts, None))
+            )
+        else:
+            evidence = [error]
+            evidence += [line for line in (imp.get("stderr") or imp.get("traceback") or "").splitlines() if line.strip()][-6:]
+            code = "torch-import-crashed" if imp.get("error_type") in ("Crash", "Timeout") else "torch-import-failed"
+            findings.append(
+                Finding(ID, code, Severity.ERROR,
+                        "torch %s is installed but does not import" % (dist or ""), tuple(evidence),
+                        _install_remedies(facts, dist) if dist else _install_remedies(facts, None),
+                        {"package": "torch", "version": dist})
+            )
+        return findings
+    packages = facts.get("packages") or {}
+    warnings_text = " ".join(imp.get("warnings") or [])
+    if not packages.get("numpy"):
+        findings.append(
+            Finding(ID, "numpy-missing", Severity.WARNING, "numpy is not installed: tensor.numpy() and most data pipelines fail",
+                    tuple(imp.get("warnings") or ()) or ("no numpy distribution found",),
+                    (Remedy("Install numpy", kind="pip", commands=(_pip(facts, "install", "numpy"),), id="numpy-install",
+                            action={"install": ["numpy"]}),),
+                    {"package": "numpy"})
+        )
+    elif not (facts.get("numpy_interop") or {}).get("ok", True) or "compiled using NumPy 1.x" in warnings_text:
+        evidence = [(facts.get("numpy_interop") or {}).get("error") or ""] + list(imp.get("warnings") or [])
+        findings.append(
+            Finding(ID, "numpy-abi", Severity.WARNING,
+                    "numpy %s does not work with this torch build" % packages.get("numpy"), tuple(e for e in evidence if e),
+                    (Remedy("Install a numpy this torch was built against (torch older than 2.3 needs numpy 1.x)", kind="pip",
+                            commands=(_pip(facts, "install", "numpy<2"),), id="numpy-downgrade", action={"install": ["numpy<2"]}),
+                     Remedy("Or upgrade torch to a release built against numpy 2", kind="manual")),
+                    {"package": "numpy", "version": packages.get("numpy")})
+        )
+    for device in facts.get("missing_devices") or ():
+        findings.append(
+            Finding(ID, "device-missing", Severity.ERROR, "the requested device %s is not visible to torch" % device,
+                    tuple(facts.get("cuda_init_warnings") or ()) or ("devices seen: %s" % ", ".join(d["id"] for d in facts.get("devices") or ()),),
+                    (Remedy("Check CUDA_VISIBLE_DEVICES, the driver (`nvidia-smi`) and that torch is a CUDA build; `envdoctor check` without --device lists what torch sees."),),
+                    {"device": device})
+        )
+    return findings
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    imp = facts.get("torch_import") or {}
+    if not imp.get("ok"):
+        return "torch does not import"
+    build = facts.get("build") or {}
+    devices = ", ".join(
+        "%s (%s)" % (d["id"], d.get("name")) if d.get("type") == "cuda" else d["id"] for d in facts.get("devices") or ()
+    )
+    numpy = (facts.get("packages") or {}).get("numpy")
+    parts = ["torch %s" % build.get("version"), build.get("kind", ""), "devices: %s" % devices]
+    parts.append("numpy %s" % numpy if numpy else "no numpy")
+    return " · ".join(p for p in parts if p)
+
+
+SIGNATURES = (
+    Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script"),
+    Signature("torch-import-failed", r"(libtorch\w*\.so|libc10\w*\.so|libcudnn\w*\.so|libcublas\w*\.so)[^\n]*(cannot open shared object file|undefined symbol)",
+              cause="torch is installed but one of its shared libraries is missing or mismatched"),
+    Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
+              cause="numpy is not installed beside torch"),
+    Signature("numpy-abi", r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2", cause="torch was built against numpy 1.x"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="torch installation",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    requires_torch=False,
+    order=0,
+    signatures=SIGNATURES,
+)

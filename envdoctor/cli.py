@@ -1,0 +1,142 @@
+"""The command line: argument parsing only; the engine does the work.
+
+`--help` and `--version` import neither torch nor the renderers.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+from typer import exceptions as typer_exceptions
+from typer._click import exceptions as click_exceptions
+
+from envdoctor import __version__
+
+app = typer.Typer(
+    name="envdoctor",
+    help="Finds the dtype, device and build failures of a PyTorch stack before the run, by running tiny operations on it.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class CliError(Exception):
+    """One line for the user, exit code 2."""
+
+
+def _version(value: bool) -> None:
+    if value:
+        print("envdoctor %s" % __version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+) -> None:
+    """envdoctor: a doctor for PyTorch environments."""
+
+
+def _split(values: Optional[List[str]]) -> List[str]:
+    return [part.strip() for value in values or () for part in value.split(",") if part.strip()]
+
+
+@app.command()
+def check(
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter (or venv folder) to diagnose; default: this one."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Run only these check ids (repeat or comma-separate)."),
+    skip: Optional[List[str]] = typer.Option(None, "--skip", help="Skip these check ids."),
+    device: Optional[List[str]] = typer.Option(None, "--device", help="Probe only these devices: cpu, cuda, cuda:N, mps."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds each probe may take before it counts as hung."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema envdoctor/1)."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown for a bug report."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every fact and note."),
+    list_checks: bool = typer.Option(False, "--list", help="List the available checks and exit."),
+    no_plugins: bool = typer.Option(False, "--no-plugins", help="Do not load third-party checks."),
+) -> int:
+    """Run every probe on the real stack and report findings, evidence and fixes.
+
+    Exit code 0: no errors; 1: at least one error finding; 2: bad input.
+    """
+    from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.runner import BadInterpreter
+
+    if as_json and markdown:
+        raise CliError("--json and --markdown cannot be combined")
+    if list_checks:
+        return _list(not no_plugins)
+    request = CheckRequest(
+        python=python,
+        only=_split(only),
+        skip=_split(skip),
+        devices=_split(device) or None,
+        timeout_s=timeout,
+        plugins=not no_plugins,
+    )
+    try:
+        pending = PendingCheck(request)  # the worker starts importing torch now
+        report = _finish(pending, show_progress=not (as_json or markdown))
+    except (UsageError, BadInterpreter) as exc:
+        raise CliError(str(exc)) from None
+    from envdoctor import report as render
+
+    if as_json:
+        print(render.render_json(report))
+    elif markdown:
+        print(render.render_markdown(report, verbose=verbose), end="")
+    else:
+        render.render_terminal(report, verbose=verbose)
+    return report.exit_code
+
+
+def _finish(pending, show_progress: bool):  # type: ignore[no-untyped-def]
+    if not (show_progress and sys.stderr.isatty()):
+        return pending.finish()
+    from envdoctor.progress import ProbeProgress
+
+    with ProbeProgress() as progress:
+        return pending.finish(progress.on_event)
+
+
+def _list(plugins: bool) -> int:
+    from envdoctor.registry import load_checks
+
+    loaded, broken = load_checks(plugins=plugins)
+    width = max(len(c.check.id) for c in loaded)
+    for item in loaded:
+        origin = "" if item.origin == "builtin" else "  [%s]" % item.origin
+        print("%s  %s%s" % (item.check.id.ljust(width), item.check.title, origin))
+    for plugin in broken:
+        print("%s  (broken plug-in from %s: %s)" % (plugin.name.ljust(width), plugin.origin, plugin.error))
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="envdoctor", standalone_mode=False)
+    except click_exceptions.NoArgsIsHelpError as exc:
+        print(exc.format_message())
+        return 0
+    except click_exceptions.UsageError as exc:
+        print("envdoctor: error: %s" % exc.format_message(), file=sys.stderr)
+        return 2
+    except typer_exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer_exceptions.Abort:
+        return 130
+    except CliError as exc:
+        print("envdoctor: error: %s" % exc, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("envdoctor: interrupted", file=sys.stderr)
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""`envdoctor check` as a function: select checks, run their probes in the
+worker, judge the facts, and assemble a redacted Report."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from envdoctor import __version__
+from envdoctor.model import (
+    CheckResult,
+    Finding,
+    Remedy,
+    Report,
+    Severity,
+    Status,
+    report_from_dict,
+    status_from_findings,
+)
+from envdoctor.redact import Redactor, environment_variables
+from envdoctor.registry import BrokenPlugin, LoadedCheck, checks_dir, load_checks
+from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult
+
+# Environment variables that change what torch and the trainers do.
+RELEVANT_VARIABLES = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PYTHONPATH",
+    "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "OMP_NUM_THREADS",
+    "PYTORCH_", "TORCH_", "NCCL_", "HF_", "HUGGING_FACE_", "ACCELERATE_", "TRANSFORMERS_",
+    "COLAB_", "KAGGLE_", "XLA_", "MKL_",
+)
+
+DEFAULT_TIMEOUT_S = 60.0
+_DEVICE_RE = re.compile(r"^(cpu|mps|xpu|cuda(:\d+)?)$")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+@dataclass
+class CheckRequest:
+    python: Optional[str] = None  # None: this interpreter
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    devices: Optional[Sequence[str]] = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    plugins: bool = True
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_python(python: Optional[str]) -> str:
+    """The interpreter to probe: a file, or a venv/conda folder holding one."""
+    if not python:
+        return sys.executable
+    path = Path(python).expanduser()
+    if path.is_dir():
+        for candidate in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
+            if (path / candidate).is_file():
+                return str(path / candidate)
+        raise UsageError("no Python interpreter in %s" % path)
+    if not path.exists():
+        raise UsageError("no such interpreter: %s" % python)
+    if not os.access(path, os.X_OK):
+        raise UsageError("not executable: %s" % python)
+    return str(path)
+
+
+def validate_request(request: CheckRequest) -> None:
+    if not request.timeout_s > 0:
+        raise UsageError("--timeout must be a positive number of seconds, not %g" % request.timeout_s)
+    for spec in request.devices or ():
+        if not _DEVICE_RE.match(spec):
+            raise UsageError("unknown device %r (use cpu, cuda, cuda:N, mps or xpu)" % spec)
+
+
+def select(checks: List[LoadedCheck], only: Sequence[str], skip: Sequence[str]) -> List[LoadedCheck]:
+    known = {c.check.id for c in checks}
+    unknown = [i for i in [*only, *skip] if i not in known]
+    if unknown:
+        raise UsageError("unknown check id %s (known: %s)" % (", ".join(repr(u) for u in unknown), ", ".join(sorted(known))))
+    chosen = [c for c in checks if not only or c.check.id in only]
+    return [c for c in chosen if c.check.id not in skip]
+
+
+class PendingCheck:
+    """A check run whose worker is already importing torch."""
+
+    def __init__(self, request: CheckRequest) -> None:
+        validate_request(request)
+        self.request = request
+        self.python = resolve_python(request.python)
+        self.runner = Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=request.timeout_s)
+        self.runner.start()
+
+    def finish(self, on_event: Optional[EventCallback] = None) -> Report:
+        try:
+            loaded, broken = load_checks(plugins=self.request.plugins)
+            selected = select(loaded, self.request.only, self.request.skip)
+            ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": self.request.options}
+            run = self.runner.run([c.worker_spec() for c in selected], ctx, on_event)
+        finally:
+            self.runner.close()
+        results = [judge(c, run.outcomes.get(c.check.id)) for c in selected]
+        if not self.request.only:
+            results.extend(broken_plugin_result(b) for b in broken)
+        report = Report(environment=describe_environment(run, results, self.python, self.request), checks=results)
+        return report_from_dict(Redactor.from_environ().data(report.to_dict()))
+
+
+def run_check(request: CheckRequest, on_event: Optional[EventCallback] = None) -> Report:
+    return PendingCheck(request).finish(on_event)
+
+
+def judge(loaded: LoadedCheck, outcome: Optional[Outcome]) -> CheckResult:
+    check = loaded.check
+    result = CheckResult(id=check.id, title=check.title, status=Status.OK)
+    if outcome is None:
+        outcome = Outcome(check.id, "crashed", error="no result came back from the worker")
+    result.duration_s = outcome.duration_s
+    if outcome.state == "skipped":
+        result.status = Status.SKIPPED
+        result.summary = "skipped: %s" % outcome.error
+        return result
+    if outcome.state in ("crashed", "timeout"):
+        result.status = Status.CRASHED if outcome.state == "crashed" else Status.TIMEOUT
+        result.summary = outcome.error or outcome.state
+        result.findings = [contained_failure(check.id, outcome)]
+        return result
+    if outcome.state == "error":
+        result.status = Status.CRASHED
+        result.summary = "the probe raised %s" % (outcome.error or "an exception")
+        result.findings = [
+            Finding(
+                check=check.id,
+                code="probe-raised",
+                severity=Severity.WARNING,
+                title="the probe could not complete: %s" % outcome.error,
+                evidence=tuple((outcome.detail or "").strip().splitlines()[-8:]),
+                remedies=(Remedy("This environment behaves in a way the probe did not expect; please report it with `envdoctor check --markdown`."),),
+            )
+        ]
+        return result
+    result.facts = outcome.facts
+    try:
+        result.findings = list(check.diagnose(outcome.facts))
+        result.summary = check.summarize(outcome.facts)
+    except Exception as exc:  # noqa: BLE001 - a rule bug must not hide the other checks
+        result.status = Status.CRASHED
+        result.summary = "envdoctor's rules for this check failed"
+        result.findings = [
+            Finding(
+                check=check.id,
+                code="rules-failed",
+                severity=Severity.WARNING,
+                title="envdoctor's rules for %s failed: %s: %s" % (check.id, type(exc).__name__, exc),
+                evidence=tuple(traceback.format_exc(limit=4).strip().splitlines()[-6:]),
+                remedies=(Remedy("This is a bug in envdoctor; please report it with `envdoctor check --json`."),),
+            )
+        ]
+        return result
+    result.status = status_from_findings(result.findings)
+    return result
+
+
+def contained_failure(check_id: str, outcome: Outcome) -> Finding:
+    """A probe that killed or hung the worker is itself the finding."""
+    evidence = tuple(line for line in (outcome.detail or "").splitlines() if line.strip())[-10:]
+    if outcome.state == "timeout":
+        return Finding(
+            check=check_id,
+            code="probe-timeout",
+            severity=Severity.ERROR,
+            title="%s: the probe %s" % (check_id, outcome.error),
+            evidence=evidence,
+            remedies=(
+                Remedy("A first CUDA initialisation or a PTX JIT compile can take minutes: retry with a larger `--timeout`."),
+                Remedy("If it hangs again, a driver or library call never returns: run the check alone (`envdoctor check --only %s`) and see where it stops with `py-spy dump`." % check_id),
+            ),
+        )
+    return Finding(
+        check=check_id,
+        code="probe-crashed",
+        severity=Severity.ERROR,
+        title="%s: the probe %s" % (check_id, outcome.error),
+        evidence=evidence,
+        remedies=(
+            Remedy("Native code in this stack crashed on a tiny operation; the stack above names the library. Reinstall that library for the installed torch."),
+            Remedy("Run `envdoctor check --only %s -v` to see the last operation it started." % check_id),
+        ),
+    )
+
+
+def broken_plugin_result(plugin: BrokenPlugin) -> CheckResult:
+    return CheckResult(
+        id=plugin.name,
+        title="plug-in %s" % plugin.name,
+        status=Status.CRASHED,
+        summary="could not load: %s" % plugin.error,
+        findings=[
+            Finding(
+                check=plugin.name,
+                code="plugin-broken",
+                severity=Severity.WARNING,
+                title="the check plug-in %s from %s could not be loaded" % (plugin.name, plugin.origin),
+                evidence=(plugin.error,),
+                remedies=(Remedy("Fix or uninstall the plug-in, or set ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD=1."),),
+            )
+        ],
+    )
+
+
+def describe_environment(run: RunResult, results: List[CheckResult], python: str, request: CheckRequest) -> Dict[str, Any]:
+    hello = run.hello
+    torch_facts = next((r.facts for r in results if r.id == "torch-install"), {})
+    return {
+        "envdoctor": __version__,
+        "target_python": python,
+        "python": hello.get("python"),
+        "implementation": hello.get("implementation"),
+        "executable": hello.get("executable"),
+        "prefix": hello.get("prefix"),
+        "platform": hello.get("platform"),
+        "machine": hello.get("machine"),
+        "torch": run.torch_import.get("version"),
+        "torch_import_s": run.torch_import.get("import_s"),
+        "cuda_build": (torch_facts.get("build") or {}).get("cuda"),
+        "devices": [d.get("id") for d in torch_facts.get("devices") or ()],
+        "requested_devices": list(request.devices) if request.devices else None,
+        "worker_restarts": run.restarts,
+        "variables": environment_variables(RELEVANT_VARIABLES),
+    }

@@ -1,0 +1,71 @@
+"""Secrets never leave envdoctor: values of secret-looking environment variables,
+credentials in URLs and well-known token shapes are replaced before any output.
+
+Stdlib only, Python 3.8+: the worker redacts at the source too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+MASK = "***"
+
+_SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH|COOKIE|SESSION)",
+    re.IGNORECASE,
+)
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/\s:@]+(?::[^/\s@]*)?)@")
+_TOKEN_SHAPES = re.compile(
+    r"\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|wandb_v1_[A-Za-z0-9_]{20,})\b"
+)
+_MIN_SECRET_LEN = 4  # shorter values ("1", "no") would mask innocent text
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(environ: Optional[Mapping[str, str]] = None) -> List[str]:
+    env = os.environ if environ is None else environ
+    values = {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)  # longest first: a secret may contain another
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets = [s for s in secrets if len(s) >= _MIN_SECRET_LEN]
+
+    @classmethod
+    def from_environ(cls, environ: Optional[Mapping[str, str]] = None) -> "Redactor":
+        return cls(secret_values(environ))
+
+    def text(self, value: str) -> str:
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        value = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + MASK + "@", value)
+        return _TOKEN_SHAPES.sub(MASK, value)
+
+    def data(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like structure (keys too)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.data(k): self.data(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.data(v) for v in value]
+        return value
+
+
+def environment_variables(names_or_prefixes: Iterable[str], environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The variables worth reporting, secret-named ones shown as set-but-hidden."""
+    env = os.environ if environ is None else environ
+    wanted = tuple(names_or_prefixes)
+    out: Dict[str, str] = {}
+    for name in sorted(env):
+        if any(name == w or (w.endswith("_") and name.startswith(w)) for w in wanted):
+            out[name] = MASK if is_secret_name(name) else env[name]
+    return out

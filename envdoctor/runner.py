@@ -1,0 +1,368 @@
+"""Runs check probes in a worker subprocess of the target interpreter.
+
+The parent never imports torch. A probe that segfaults, aborts, exits or hangs
+only costs the worker: it becomes a `crashed` / `timeout` outcome and a fresh
+worker carries on with the remaining probes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, List, Optional
+
+from envdoctor.redact import Redactor
+
+PACKAGE_DIR_DEFAULT = Path(__file__).resolve().parent
+HELLO_TIMEOUT_S = 30.0
+TORCH_IMPORT_TIMEOUT_S = 180.0
+_STDERR_TAIL_LINES = 40
+
+# Put only envdoctor's own files on the target's path, never this environment's
+# site-packages (it may hold another torch). '' (the cwd) goes too: a stray
+# torch/ folder there must not shadow the installed one.
+BOOTSTRAP = """\
+import sys, importlib.util
+if sys.path and sys.path[0] in ('', '.'):
+    del sys.path[0]
+def _pkg(name, directory):
+    spec = importlib.util.spec_from_file_location(
+        name, directory + '/__init__.py', submodule_search_locations=[directory])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+_pkg('envdoctor', sys.argv[1])
+_pkg('envdoctor.checks', sys.argv[2])
+from envdoctor.worker import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+class BadInterpreter(Exception):
+    """The target interpreter does not exist or is not a working Python."""
+
+
+@dataclass
+class Outcome:
+    """What happened to one check's probe in the worker."""
+
+    id: str
+    state: str  # "done" | "error" | "crashed" | "timeout" | "skipped"
+    facts: Dict[str, Any] = field(default_factory=dict)
+    error: Optional[str] = None
+    detail: Optional[str] = None  # traceback or stderr tail
+    duration_s: Optional[float] = None
+
+
+@dataclass
+class RunResult:
+    hello: Dict[str, Any]
+    torch_import: Dict[str, Any]
+    outcomes: Dict[str, Outcome]
+    restarts: int = 0
+
+
+EventCallback = Callable[[str, str], None]  # (event, check id)
+
+
+def describe_exit(returncode: Optional[int]) -> str:
+    """"SIGSEGV", "SIGABRT", "exit status 3": how a worker ended."""
+    if returncode is None:
+        return "no exit status"
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return "signal %d" % -returncode
+    return "exit status %d" % returncode
+
+
+class Worker:
+    """One worker process with non-blocking line reads."""
+
+    def __init__(self, python: str, package_dir: Path, checks_dir: Path, extra_args: List[str]) -> None:
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONSTARTUP", None)
+        argv = [python, "-c", BOOTSTRAP, str(package_dir), str(checks_dir), *extra_args]
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+            )
+        except FileNotFoundError as exc:
+            raise BadInterpreter("no such interpreter: %s" % python) from exc
+        except PermissionError as exc:
+            raise BadInterpreter("cannot execute %s: permission denied" % python) from exc
+        except OSError as exc:
+            raise BadInterpreter("cannot start %s: %s" % (python, exc.strerror or exc)) from exc
+        self._lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self._stderr: Deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        threading.Thread(target=self._pump_stderr, daemon=True).start()
+
+    def _pump_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self._lines.put(raw)
+        self._lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+    def stderr_tail(self, lines: int = 12) -> str:
+        return "\n".join(list(self._stderr)[-lines:])
+
+    def next_event(self, timeout: float) -> Optional[Dict[str, Any]]:
+        """The next protocol event; None when the worker has gone. Raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            try:
+                raw = self._lines.get(timeout=remaining)
+            except queue.Empty:
+                raise TimeoutError from None
+            if raw is None:
+                return None
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue  # not ours: a library wrote to the protocol fd before we took it
+            if isinstance(event, dict) and "event" in event:
+                return event
+
+    def send(self, job: Dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode("utf-8"))
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker died; its EOF is picked up by next_event
+
+    def wait_exit(self, timeout: float = 5.0) -> Optional[int]:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
+def _died(worker: Worker) -> str:
+    rc = worker.wait_exit()
+    return describe_exit(rc)
+
+
+class Runner:
+    """Start early (`start()`), then `run()` the job: the worker imports torch while
+    the parent is still loading checks and renderers."""
+
+    def __init__(
+        self,
+        python: str,
+        package_dir: Path,
+        checks_dir: Path,
+        timeout_s: float = 60.0,
+        torch_import_timeout_s: float = TORCH_IMPORT_TIMEOUT_S,
+    ) -> None:
+        self.python = python
+        self.package_dir = package_dir
+        self.checks_dir = checks_dir
+        self.timeout_s = timeout_s
+        self.torch_import_timeout_s = max(torch_import_timeout_s, timeout_s)
+        self._redactor = Redactor.from_environ()
+        self._worker: Optional[Worker] = None
+        self._hello: Optional[Dict[str, Any]] = None
+        self._torch_import: Optional[Dict[str, Any]] = None
+        self._no_torch = False
+
+    def start(self) -> None:
+        if self._worker is None:
+            self._worker = Worker(self.python, self.package_dir, self.checks_dir, ["--no-torch"] if self._no_torch else [])
+
+    def _handshake(self, worker: Worker, first: bool) -> None:
+        try:
+            hello = worker.next_event(HELLO_TIMEOUT_S)
+        except TimeoutError:
+            worker.kill()
+            raise BadInterpreter("%s did not start a Python worker within %d s" % (self.python, HELLO_TIMEOUT_S)) from None
+        if hello is None or hello.get("event") != "hello":
+            how = _died(worker)
+            tail = worker.stderr_tail(3).strip().splitlines()
+            why = (": " + tail[-1]) if tail else ""
+            raise BadInterpreter("%s is not a working Python interpreter (%s%s)" % (self.python, how, why))
+        if first:
+            self._hello = hello
+        try:
+            event = worker.next_event(self.torch_import_timeout_s)
+        except TimeoutError:
+            worker.kill()
+            event = {
+                "event": "torch",
+                "ok": False,
+                "error": "timed out importing torch after %d s" % self.torch_import_timeout_s,
+                "error_type": "Timeout",
+            }
+            self._no_torch = True
+        if event is None:
+            how = _died(worker)
+            event = {
+                "event": "torch",
+                "ok": False,
+                "error": "crashed while importing torch: %s" % how,
+                "error_type": "Crash",
+                "stderr": self._redactor.text(worker.stderr_tail()),
+            }
+            self._no_torch = True
+        if self._torch_import is None:
+            event.pop("event", None)
+            self._torch_import = event
+
+    def run(self, checks: List[Dict[str, Any]], ctx: Dict[str, Any], on_event: Optional[EventCallback] = None) -> RunResult:
+        """Run every check spec ({"id", "module", "path"?, "timeout_s"?}) once."""
+        notify = on_event or (lambda event, check_id: None)
+        remaining = [dict(c) for c in checks]
+        outcomes: Dict[str, Outcome] = {}
+        restarts = 0
+        first = True
+        while True:
+            self.start()
+            worker = self._worker
+            assert worker is not None
+            had_no_torch = self._no_torch
+            try:
+                self._handshake(worker, first)
+            except BadInterpreter:
+                self._worker = None
+                raise
+            first = False
+            if worker.proc.poll() is not None:
+                # It died or hung importing torch: one more worker that skips torch.
+                worker.kill()
+                self._worker = None
+                if had_no_torch:
+                    for spec in remaining:
+                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="the worker could not start")
+                    break
+                restarts += 1
+                continue
+            job: Dict[str, Any] = {"checks": remaining, "ctx": ctx}
+            if self._no_torch:
+                job["torch_import"] = self._torch_import
+            worker.send(job)
+            if self._drain(worker, remaining, outcomes, notify) or not remaining:
+                break
+            restarts += 1
+            self._worker = None
+        self.close()
+        assert self._hello is not None and self._torch_import is not None
+        return RunResult(self._hello, self._torch_import, outcomes, restarts)
+
+    def _drain(
+        self,
+        worker: Worker,
+        remaining: List[Dict[str, Any]],
+        outcomes: Dict[str, Outcome],
+        notify: EventCallback,
+    ) -> bool:
+        """Read events until done (True) or until the worker is lost (False)."""
+        current: Optional[Dict[str, Any]] = None
+        started = 0.0
+        while True:
+            budget = HELLO_TIMEOUT_S
+            if current is not None:
+                budget = max(self.timeout_s, float(current.get("timeout_s") or 0)) - (time.monotonic() - started)
+            try:
+                event = worker.next_event(max(budget, 0.0))
+            except TimeoutError:
+                if current is None:
+                    worker.kill()
+                    for spec in remaining:
+                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="the worker stopped answering")
+                    remaining.clear()
+                    return False
+                limit = max(self.timeout_s, float(current.get("timeout_s") or 0))
+                worker.kill()
+                outcomes[current["id"]] = Outcome(
+                    current["id"],
+                    "timeout",
+                    error="timed out after %s s" % _fmt_seconds(limit),
+                    detail=self._redactor.text(worker.stderr_tail()),
+                    duration_s=round(time.monotonic() - started, 3),
+                )
+                remaining.remove(current)
+                notify("finish", current["id"])
+                return False
+            if event is None:
+                how = _died(worker)
+                if current is None:
+                    for spec in remaining:
+                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="crashed: %s (between probes)" % how)
+                    remaining.clear()
+                    return False
+                outcomes[current["id"]] = Outcome(
+                    current["id"],
+                    "crashed",
+                    error="crashed: %s" % how,
+                    detail=self._redactor.text(worker.stderr_tail()),
+                    duration_s=round(time.monotonic() - started, 3),
+                )
+                remaining.remove(current)
+                notify("finish", current["id"])
+                worker.kill()
+                return False
+            kind = event.get("event")
+            if kind == "start":
+                current = next((c for c in remaining if c["id"] == event.get("id")), None)
+                started = time.monotonic()
+                if current is not None:
+                    notify("start", current["id"])
+            elif kind in ("result", "error") and current is not None:
+                check_id = current["id"]
+                if kind == "error":
+                    outcome = Outcome(check_id, "error", error=event.get("error"), detail=event.get("traceback"),
+                                      duration_s=event.get("duration_s"))
+                elif event.get("skipped"):
+                    outcome = Outcome(check_id, "skipped", error=event.get("skipped"))
+                else:
+                    outcome = Outcome(check_id, "done", facts=event.get("facts") or {}, duration_s=event.get("duration_s"))
+                outcomes[check_id] = outcome
+                remaining.remove(current)
+                notify("finish", check_id)
+                current = None
+            elif kind == "done":
+                return True
+
+    def close(self) -> None:
+        if self._worker is not None:
+            # Results are in; tearing torch and CUDA down would only cost time.
+            self._worker.kill()
+            self._worker = None
+
+
+def _fmt_seconds(value: float) -> str:
+    return ("%d" % value) if float(value).is_integer() else ("%g" % value)

@@ -1,0 +1,201 @@
+"""The probe worker: runs inside the *target* interpreter, imports torch once,
+runs each check's probe and streams the outcomes to the parent as JSON lines.
+
+Stdlib only and Python 3.8+: the target environment may have nothing but torch.
+Protocol (one JSON object per line on the original stdout):
+  worker → parent: hello, torch, then per check: start, result | error; then done
+  parent → worker: one job line {"checks": [...], "ctx": {...}, "torch_import": {...}?}
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import importlib.util
+import io
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+from typing import Any, Dict, List, Optional, TextIO, Tuple
+
+from envdoctor.model import Check, ProbeContext
+from envdoctor.redact import Redactor
+
+PROTOCOL = 1
+_MAX_WARNINGS = 20
+
+
+def _protocol_stream() -> TextIO:
+    """Keep the real stdout for the protocol; send fd 1 to stderr so that prints
+    from torch, extensions or probes cannot corrupt it."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    return io.TextIOWrapper(os.fdopen(fd, "wb", buffering=0), encoding="utf-8", line_buffering=True)
+
+
+def _sanitize(value: Any) -> Any:
+    """Make probe output strict JSON: NaN/inf as strings, unknown objects as str()."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _sanitize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_sanitize(v) for v in value]
+    return str(value)
+
+
+class Channel:
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        self._stream = stream
+        self._redactor = redactor
+
+    def emit(self, event: str, **payload: Any) -> None:
+        payload["event"] = event
+        line = json.dumps(self._redactor.data(_sanitize(payload)), allow_nan=False)
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+
+def _exception_text(exc: BaseException) -> str:
+    return "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+
+
+def _warning_texts(caught: List[warnings.WarningMessage]) -> List[str]:
+    seen: List[str] = []
+    for w in caught:
+        text = "%s: %s" % (w.category.__name__, w.message)
+        if text not in seen:
+            seen.append(text)
+    return seen[:_MAX_WARNINGS]
+
+
+def import_torch() -> Tuple[Any, Dict[str, Any]]:
+    """Import torch once, recording how long it took, what it warned and how it failed."""
+    info: Dict[str, Any] = {"ok": False, "error": None, "error_type": None, "warnings": []}
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            import torch  # noqa: PLC0415 - the one place torch is imported
+        except BaseException as exc:  # noqa: BLE001 - any failure is a fact
+            info["error"] = _exception_text(exc)
+            info["error_type"] = type(exc).__name__
+            info["traceback"] = traceback.format_exc(limit=8)[-4000:]
+            torch = None
+        else:
+            info["ok"] = True
+            info["version"] = getattr(torch, "__version__", None)
+            info["file"] = getattr(torch, "__file__", None)
+    info["import_s"] = round(time.perf_counter() - start, 3)
+    info["warnings"] = _warning_texts(caught)
+    return torch, info
+
+
+def _register_package(name: str, directory: str) -> None:
+    init = os.path.join(directory, "__init__.py")
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[directory])
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load %s from %s" % (name, directory))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+def load_check(spec: Dict[str, Any]) -> Check:
+    """Built-in checks import by name; plug-ins load from their file."""
+    module_name = spec["module"]
+    path = spec.get("path")
+    if path:
+        mspec = importlib.util.spec_from_file_location(module_name, path)
+        if mspec is None or mspec.loader is None:
+            raise ImportError("cannot load check module from %s" % path)
+        module = importlib.util.module_from_spec(mspec)
+        sys.modules[module_name] = module
+        mspec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(module_name)
+    check = getattr(module, spec.get("attr") or "CHECK")
+    if not isinstance(check, Check):
+        # a plug-in loaded from a foreign envdoctor copy: accept anything shaped like a Check
+        if not callable(getattr(check, "probe", None)):
+            raise TypeError("%s.%s is not an envdoctor Check" % (module_name, spec.get("attr") or "CHECK"))
+    return check
+
+
+def run_probe(check: Check, torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        facts = check.probe(torch, ctx)
+    if not isinstance(facts, dict):
+        raise TypeError("probe of %s returned %s, not a dict" % (check.id, type(facts).__name__))
+    texts = _warning_texts(caught)
+    if texts:
+        facts.setdefault("warnings", texts)
+    return facts
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    faulthandler.enable()  # a segfault leaves a Python traceback on stderr for the report
+    channel = Channel(_protocol_stream(), Redactor.from_environ())
+    channel.emit(
+        "hello",
+        protocol=PROTOCOL,
+        python=platform.python_version(),
+        implementation=platform.python_implementation(),
+        executable=sys.executable,
+        prefix=sys.prefix,
+        platform=platform.platform(),
+        machine=platform.machine(),
+        pid=os.getpid(),
+    )
+    if "--no-torch" in args:
+        torch, torch_info = None, {"ok": False, "skipped": True}
+    else:
+        torch, torch_info = import_torch()
+    channel.emit("torch", **torch_info)
+
+    line = sys.stdin.readline()
+    if not line:
+        return 0
+    job = json.loads(line)
+    ctx = ProbeContext.from_dict(job.get("ctx") or {})
+    ctx.options["torch_import"] = job.get("torch_import") or torch_info
+    for spec in job.get("checks", []):
+        check_id = spec["id"]
+        channel.emit("start", id=check_id)
+        start = time.perf_counter()
+        try:
+            check = load_check(spec)
+            if getattr(check, "requires_torch", True) and torch is None:
+                channel.emit("result", id=check_id, skipped="torch does not import", facts={})
+                continue
+            facts = run_probe(check, torch, ctx)
+        except BaseException as exc:  # noqa: BLE001 - a broken probe is a result, not a crash
+            channel.emit(
+                "error",
+                id=check_id,
+                error=_exception_text(exc),
+                traceback=traceback.format_exc(limit=12)[-6000:],
+                duration_s=round(time.perf_counter() - start, 4),
+            )
+            continue
+        channel.emit("result", id=check_id, facts=facts, duration_s=round(time.perf_counter() - start, 4))
+    channel.emit("done")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - started through the runner's bootstrap
+    sys.exit(main())
