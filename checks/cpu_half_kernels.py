@@ -4,6 +4,7 @@ implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -70,7 +71,12 @@ def _autocast(torch: Any, dt: Any) -> Dict[str, Any]:
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     devices = available_devices(torch)
-    facts: Dict[str, Any] = {"torch": torch.__version__, "accelerators": [d for d in devices if d != "cpu"], "ops": []}
+    facts: Dict[str, Any] = {
+        "torch": torch.__version__,
+        "python": sys.executable,
+        "accelerators": [d for d in devices if d != "cpu"],
+        "ops": [],
+    }
     if "cpu" not in ctx.select_devices(torch):
         facts["not_selected"] = True
         return facts
@@ -92,8 +98,11 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 _LABEL = {"float16": "fp16", "bfloat16": "bf16"}
 
 
-def _remedies(dtype: str, ops: List[str], torch_version: str) -> Tuple[Remedy, ...]:
+def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any]) -> Tuple[Remedy, ...]:
     label = _LABEL.get(dtype, dtype)
+    upgrade = [facts.get("python") or "python", "-m", "pip", "install", "--upgrade", "torch"]
+    if not facts.get("accelerators"):  # no GPU here: the CPU build, not GBs of CUDA libraries
+        upgrade += ["--index-url", "https://download.pytorch.org/whl/cpu"]
     return (
         Remedy(
             "Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
@@ -109,9 +118,9 @@ def _remedies(dtype: str, ops: List[str], torch_version: str) -> Tuple[Remedy, .
         ),
         Remedy(
             "Upgrade torch: torch %s lacks CPU %s kernels for %s; measured, torch 2.13 runs all of them on the CPU"
-            % (torch_version, label, ", ".join(ops)),
+            % (facts.get("torch", "?"), label, ", ".join(ops)),
             kind="pip",
-            commands=("python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu",),
+            commands=(" ".join(upgrade),),
             id="torch-upgrade",
             action={"upgrade": ["torch"]},
         ),
@@ -124,7 +133,6 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
     # Only a CPU-only machine trains on the CPU by default; with a GPU this matters
     # for offloaded parts and CPU inference.
     severity = Severity.WARNING if facts.get("accelerators") else Severity.ERROR
-    version = facts.get("torch", "?")
     for dtype in DTYPES:
         mine = [o for o in ops if o.get("dtype") == dtype]
         failed = [o for o in mine if not o.get("ok")]
@@ -138,7 +146,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                     severity,
                     "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names)),
                     tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
-                    _remedies(dtype, names, version),
+                    _remedies(dtype, names, facts),
                     {"device": "cpu", "dtype": dtype, "ops": names},
                 )
             )
@@ -151,7 +159,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                     Severity.ERROR,
                     "%s on CPU: %s run but return wrong numbers" % (label, ", ".join(o["op"] for o in wrong)),
                     tuple("%s %s cpu: max relative error %s vs fp32 (tolerance %g)" % (o["op"], label, o.get("max_rel_err"), TOLERANCE[dtype]) for o in wrong),
-                    _remedies(dtype, [o["op"] for o in wrong], version),
+                    _remedies(dtype, [o["op"] for o in wrong], facts),
                     {"device": "cpu", "dtype": dtype, "ops": [o["op"] for o in wrong]},
                 )
             )

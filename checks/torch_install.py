@@ -165,6 +165,12 @@ def _install_remedies(facts: Dict[str, Any], reinstall: Optional[str]) -> tuple:
     )
 
 
+def _frames(text: str, limit: int = 4) -> List[str]:
+    """The innermost `File ...` lines of a traceback or faulthandler dump: where it broke."""
+    frames = [line.strip() for line in text.splitlines() if line.strip().startswith("File ")]
+    return frames[-limit:]
+
+
 def diagnose(facts: Dict[str, Any]) -> List[Finding]:
     findings: List[Finding] = []
     imp = facts.get("torch_import") or {}
@@ -177,8 +183,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                         (error,), _install_remedies(facts, None))
             )
         else:
-            evidence = [error]
-            evidence += [line for line in (imp.get("stderr") or imp.get("traceback") or "").splitlines() if line.strip()][-6:]
+            evidence = [error] + _frames(imp.get("stderr") or imp.get("traceback") or "")
             code = "torch-import-crashed" if imp.get("error_type") in ("Crash", "Timeout") else "torch-import-failed"
             findings.append(
                 Finding(ID, code, Severity.ERROR,

@@ -1,0 +1,82 @@
+"""Shared test helpers: run envdoctor for real, load recorded fact snapshots."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PLUGINS = Path(__file__).resolve().parent / "plugins"
+
+
+def load_fixture(name: str) -> Dict[str, Any]:
+    """A recorded `envdoctor check --json` report (see tests/fixtures/README.md)."""
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def check_of(report: Dict[str, Any], check_id: str) -> Dict[str, Any]:
+    for check in report["checks"]:
+        if check["id"] == check_id:
+            return check
+    raise KeyError(check_id)
+
+
+def facts_of(report: Dict[str, Any], check_id: str) -> Dict[str, Any]:
+    return check_of(report, check_id)["facts"]
+
+
+def codes(findings: List[Any]) -> List[str]:
+    return [f.code for f in findings]
+
+
+def run_envdoctor(
+    *args: str,
+    env: Optional[Dict[str, str]] = None,
+    timeout: float = 300,
+    python: str = sys.executable,
+) -> subprocess.CompletedProcess:
+    """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
+    full_env = dict(os.environ)
+    full_env.pop("ENVDOCTOR_CHECKS_PATH", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [python, "-m", "envdoctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        cwd=str(ROOT),
+    )
+
+
+def run_json(*args: str, env: Optional[Dict[str, str]] = None, timeout: float = 300) -> Dict[str, Any]:
+    proc = run_envdoctor("check", "--json", *args, env=env, timeout=timeout)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="session")
+def live_report() -> Dict[str, Any]:
+    """One real `envdoctor check --json` on this machine's torch, shared by tests."""
+    return run_json()
+
+
+def make_venv(path: Path, system_site_packages: bool = False) -> Path:
+    """A throwaway venv; returns its python."""
+    args = [sys.executable, "-m", "venv", str(path)]
+    if system_site_packages:
+        args.append("--system-site-packages")
+    subprocess.run(args, check=True, capture_output=True)
+    return path / "bin" / "python"
+
+
+def pip_install(python: Path, *requirements: str) -> None:
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
+                   check=True, capture_output=True, text=True)

@@ -1,0 +1,164 @@
+"""`envdoctor check` end to end, as a subprocess, on this machine's real CPU torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import check_of, make_venv, pip_install, run_envdoctor, run_json
+
+from envdoctor.model import SCHEMA
+
+BUILTIN_CPU = ["torch-install", "cpu-half-kernels", "dtype-mismatch", "fp8"]
+
+
+def test_json_report_shape(live_report: dict) -> None:
+    assert live_report["schema"] == SCHEMA
+    env = live_report["environment"]
+    assert env["torch"].startswith("2.13.0")
+    assert env["python"] == "%d.%d.%d" % sys.version_info[:3]
+    assert env["devices"] == ["cpu"]
+    ids = [c["id"] for c in live_report["checks"]]
+    assert ids[: len(BUILTIN_CPU)] == BUILTIN_CPU  # declared order, foundations first
+    for check in live_report["checks"]:
+        assert set(check) >= {"id", "title", "status", "facts", "findings", "summary"}
+        assert check["status"] in {"ok", "warning", "error", "crashed", "timeout", "skipped"}
+    summary = live_report["summary"]
+    assert summary["exit_code"] == 0
+    assert summary["checks"] == len(ids)
+
+
+def test_every_micro_op_fact_has_the_contract_keys(live_report: dict) -> None:
+    for check in live_report["checks"]:
+        for op in check["facts"].get("ops", []):
+            assert {"op", "device", "dtype", "ok", "error", "max_rel_err"} <= set(op), (check["id"], op)
+            assert op["ok"] == (op["error"] is None)
+
+
+def test_fp8_promotion_message_is_captured_live(live_report: dict) -> None:
+    ops = check_of(live_report, "fp8")["facts"]["ops"]
+    add = next(o for o in ops if o["op"] == "add" and o["dtype"] == "float8_e4m3fn" and o["other_dtype"] == "float16")
+    assert add["ok"] is False
+    assert add["error"] == "Promotion for Float8 Types is not supported, attempted to promote Float8_e4m3fn and Half"
+
+
+def test_linear_fp32_x_fp16_is_rejected_live(live_report: dict) -> None:
+    ops = check_of(live_report, "dtype-mismatch")["facts"]["ops"]
+    linear = next(o for o in ops if o["op"] == "linear" and o["dtype"] == "float32" and o["weight_dtype"] == "float16")
+    assert linear["ok"] is False
+    assert linear["error"] == "expected m1 and m2 to have the same dtype, but got: float != c10::Half"
+    assert linear["device"] == "cpu"
+
+
+def test_cpu_half_kernels_run_and_match_fp32_live(live_report: dict) -> None:
+    check = check_of(live_report, "cpu-half-kernels")
+    assert check["status"] == "ok"
+    layer_norm = next(o for o in check["facts"]["ops"] if o["op"] == "layer_norm" and o["dtype"] == "float16")
+    assert layer_norm["ok"] and 0 <= layer_norm["max_rel_err"] < 1e-2
+
+
+def test_only_skip_and_device_select() -> None:
+    only = run_json("--only", "fp8")
+    assert [c["id"] for c in only["checks"]] == ["fp8"]
+    skipped = run_json("--skip", "dtype-mismatch,fp8", "--only", ",".join(BUILTIN_CPU))
+    assert [c["id"] for c in skipped["checks"]] == ["torch-install", "cpu-half-kernels"]
+    cpu = run_json("--device", "cpu", "--only", "dtype-mismatch")
+    assert check_of(cpu, "dtype-mismatch")["facts"]["devices"] == ["cpu"]
+
+
+def test_requested_device_that_is_absent_is_an_error() -> None:
+    proc = run_envdoctor("check", "--json", "--device", "cuda:0", "--only", "torch-install,dtype-mismatch")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    finding = check_of(report, "torch-install")["findings"][0]
+    assert finding["code"] == "device-missing"
+    assert finding["title"] == "the requested device cuda:0 is not visible to torch"
+    assert check_of(report, "dtype-mismatch")["facts"]["devices"] == []
+
+
+def test_terminal_report() -> None:
+    proc = run_envdoctor("check", "--only", ",".join(BUILTIN_CPU))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("envdoctor ") and "torch 2.13.0" in lines[0]
+    assert any(line.startswith("[✓] float8 (fp8)") for line in lines)
+    assert "• float8 does not promote" in proc.stdout
+    assert lines[-1] == "Doctor summary: No issues found in 4 checks (2 notes, -v for details)."
+    assert proc.stderr == ""  # no progress display without a terminal
+
+
+def test_verbose_terminal_report_shows_facts() -> None:
+    proc = run_envdoctor("check", "-v", "--only", "fp8")
+    assert "Promotion for Float8 Types is not supported" in proc.stdout
+    assert "_scaled_mm" in proc.stdout
+    assert '"dtypes": [' in proc.stdout
+
+
+def test_markdown_report() -> None:
+    proc = run_envdoctor("check", "--markdown", "--only", ",".join(BUILTIN_CPU))
+    assert proc.returncode == 0
+    md = proc.stdout
+    assert md.startswith("## envdoctor report\n")
+    assert "| ✓ | `fp8` | ok |" in md
+    assert "<details><summary>Environment</summary>" in md
+    assert "- `fp8` · float8 does not promote" in md
+
+
+def test_torch_import_that_segfaults_is_contained(tmp_path: Path) -> None:
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import ctypes\nctypes.string_at(0)\n")
+    proc = run_envdoctor("check", "--json", env={"PYTHONPATH": str(tmp_path)})
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    install = check_of(report, "torch-install")
+    assert install["findings"][0]["code"] == "torch-import-crashed"
+    assert install["findings"][0]["evidence"][0] == "crashed while importing torch: SIGSEGV"
+    assert check_of(report, "fp8")["status"] == "skipped"
+    assert report["environment"]["worker_restarts"] == 1
+
+
+@pytest.mark.slow
+def test_other_interpreter_without_envdoctor(tmp_path: Path) -> None:
+    """The worker runs in a venv that has torch but neither envdoctor nor its
+    dependencies nor numpy: only envdoctor's own files reach that interpreter."""
+    python = make_venv(tmp_path / "venv")
+    pip_install(python, "torch==2.13.0")
+    probe = subprocess.run([str(python), "-c", "import typer"], capture_output=True)
+    assert probe.returncode != 0  # typer really is absent there
+    proc = run_envdoctor("check", "--json", "--python", str(tmp_path / "venv"))
+    report = json.loads(proc.stdout)
+    assert report["environment"]["prefix"] == str(tmp_path / "venv")
+    install = check_of(report, "torch-install")
+    assert install["facts"]["packages"]["numpy"] is None  # this env's packages, not ours
+    assert [f["code"] for f in install["findings"]] == ["numpy-missing"]
+    assert check_of(report, "fp8")["status"] == "ok"
+    assert proc.returncode == 0
+
+
+def test_python_api_returns_a_report() -> None:
+    from envdoctor.engine import CheckRequest, run_check
+
+    report = run_check(CheckRequest(only=["fp8"]))
+    assert [c.id for c in report.checks] == ["fp8"]
+    assert report.ok and report.exit_code == 0
+    assert report.findings[0].code == "float8-promotion"
+
+
+def test_help_and_version_do_not_import_torch_or_rich() -> None:
+    for args in (["--version"], ["--help"], ["check", "--help"]):
+        code = (
+            "import sys\n"
+            "from envdoctor.cli import main\n"
+            "rc = main(%r)\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy') or m.startswith('rich.table'))\n"
+            "assert not heavy, heavy\n"
+            "sys.exit(rc)\n" % (args,)
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    version = run_envdoctor("--version")
+    assert version.stdout.strip().startswith("envdoctor 0.")

@@ -1,0 +1,115 @@
+"""A probe that segfaults, aborts, hangs or raises becomes a result; the worker is
+restarted and every other check still reports."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import PLUGINS, check_of, run_envdoctor
+
+REAL = ["torch-install", "cpu-half-kernels", "dtype-mismatch", "fp8"]
+
+
+def _plugin_env(*names: str) -> dict:
+    return {"ENVDOCTOR_CHECKS_PATH": os.pathsep.join(str(PLUGINS / n) for n in names)}
+
+
+PLUGIN_IDS = {
+    "segfault_check.py": "test-segfault",
+    "abort_check.py": "test-abort",
+    "hang_check.py": "test-hang",
+    "raises_check.py": "test-raises",
+}
+
+
+def _run(*names: str, extra: tuple = ()) -> tuple:
+    only = ",".join(REAL + [PLUGIN_IDS[n] for n in names])
+    proc = run_envdoctor("check", "--json", "--only", only, *extra, env=_plugin_env(*names))
+    return proc, json.loads(proc.stdout)
+
+
+def test_segfault_and_abort_become_crashed_results_and_the_rest_still_runs() -> None:
+    proc, report = _run("segfault_check.py", "abort_check.py")
+    assert proc.returncode == 1, proc.stderr
+    seg = check_of(report, "test-segfault")
+    assert seg["status"] == "crashed"
+    assert seg["summary"] == "crashed: SIGSEGV"
+    assert seg["findings"][0]["code"] == "probe-crashed"
+    assert seg["findings"][0]["severity"] == "error"
+    # faulthandler's dump names the probe that was running
+    assert any("segfault_check.py" in line for line in seg["findings"][0]["evidence"])
+    abort = check_of(report, "test-abort")
+    assert abort["status"] == "crashed"
+    assert abort["summary"] == "crashed: SIGABRT"
+    for check_id in REAL:
+        assert check_of(report, check_id)["status"] == "ok", check_id
+    assert report["environment"]["worker_restarts"] == 2
+    # the checks after the crash ran in a fresh worker and still measured
+    assert any(not o["ok"] for o in check_of(report, "fp8")["facts"]["ops"])
+
+
+def test_hang_times_out_and_the_rest_still_runs() -> None:
+    proc, report = _run("hang_check.py", extra=("--timeout", "3"))
+    assert proc.returncode == 1
+    hang = check_of(report, "test-hang")
+    assert hang["status"] == "timeout"
+    assert hang["summary"] == "timed out after 3 s"
+    assert hang["findings"][0]["code"] == "probe-timeout"
+    for check_id in REAL:
+        assert check_of(report, check_id)["status"] == "ok", check_id
+
+
+def test_a_probe_that_raises_and_prints_is_contained_in_the_same_worker() -> None:
+    proc, report = _run("raises_check.py")
+    assert proc.returncode == 0  # an unexpected exception is a warning, not an error
+    raised = check_of(report, "test-raises")
+    assert raised["status"] == "crashed"
+    assert "ValueError: probe exploded" in raised["summary"]
+    assert raised["findings"][0]["severity"] == "warning"
+    assert report["environment"]["worker_restarts"] == 0
+    for check_id in REAL:
+        assert check_of(report, check_id)["status"] == "ok"
+
+
+def test_broken_plugin_is_reported_not_raised() -> None:
+    proc = run_envdoctor("check", "--json", env=_plugin_env("broken_plugin.py"))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    broken = check_of(report, "broken_plugin")
+    assert broken["status"] == "crashed"
+    assert "ImportError: this plug-in needs a library" in broken["findings"][0]["evidence"][0]
+
+
+def test_crash_in_terminal_output_is_a_line_not_a_traceback() -> None:
+    proc = run_envdoctor("check", "--only", "torch-install,test-segfault", env=_plugin_env("segfault_check.py"))
+    assert proc.returncode == 1
+    assert "[✗] test: segfault (test-segfault)  crashed: SIGSEGV" in proc.stdout
+    assert "Traceback (most recent call last)" not in proc.stderr
+
+
+def test_entry_point_plugin_is_loaded(tmp_path: Path) -> None:
+    """A real distribution on the path advertising the envdoctor.checks group."""
+    dist = tmp_path / "envdoctor_demo_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: envdoctor-demo-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[envdoctor.checks]\ndemo = envdoctor_demo_plugin:CHECK\n")
+    (tmp_path / "envdoctor_demo_plugin.py").write_text(
+        "from envdoctor.model import Check, Finding, Severity\n"
+        "def probe(torch, ctx):\n"
+        "    return {'sum': float(torch.ones(3).sum())}\n"
+        "def diagnose(facts):\n"
+        "    return [Finding('demo', 'sum', Severity.INFO, 'sum is %s' % facts['sum'])]\n"
+        "CHECK = Check(id='demo', title='demo plug-in', probe=probe, diagnose=diagnose)\n"
+    )
+    env = {"PYTHONPATH": str(tmp_path)}
+    proc = run_envdoctor("check", "--json", "--only", "demo", env=env)
+    assert proc.returncode == 0, proc.stderr
+    demo = check_of(json.loads(proc.stdout), "demo")
+    assert demo["facts"]["sum"] == 3.0
+    assert demo["findings"][0]["title"] == "sum is 3.0"
+    listing = run_envdoctor("check", "--list", env=env)
+    assert "entry point demo (envdoctor-demo-plugin 1.0)" in listing.stdout
+    disabled = run_envdoctor("check", "--list", env={**env, "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert "demo" not in disabled.stdout.split()
