@@ -25,7 +25,7 @@ def _label(name: str) -> str:
 
 def _probe_device(torch: Any, F: Any, device: str) -> List[Dict[str, Any]]:
     gen = seeded_generator(torch, 2)
-    x, w, b = randn(torch, gen, 4, 16), randn(torch, gen, 8, 16), randn(torch, gen, 8)
+    x, w = randn(torch, gen, 4, 16), randn(torch, gen, 8, 16)
     img, kern, kb = randn(torch, gen, 1, 3, 8, 8), randn(torch, gen, 4, 3, 3, 3), randn(torch, gen, 4)
     ln_w, ln_b = randn(torch, gen, 16), randn(torch, gen, 16)
     ops: List[Dict[str, Any]] = []

@@ -216,7 +216,8 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
         findings.append(
             Finding(ID, "device-missing", Severity.ERROR, "the requested device %s is not visible to torch" % device,
                     tuple(facts.get("cuda_init_warnings") or ()) or ("devices seen: %s" % ", ".join(d["id"] for d in facts.get("devices") or ()),),
-                    (Remedy("Check CUDA_VISIBLE_DEVICES, the driver (`nvidia-smi`) and that torch is a CUDA build; `envdoctor check` without --device lists what torch sees."),),
+                    (Remedy("Check CUDA_VISIBLE_DEVICES, the driver (`nvidia-smi`) and that torch is a CUDA build; "
+                            "`envdoctor check` without --device lists what torch sees."),),
                     {"device": device})
         )
     return findings
@@ -238,7 +239,8 @@ def summarize(facts: Dict[str, Any]) -> str:
 
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script"),
-    Signature("torch-import-failed", r"(libtorch\w*\.so|libc10\w*\.so|libcudnn\w*\.so|libcublas\w*\.so)[^\n]*(cannot open shared object file|undefined symbol)",
+    Signature("torch-import-failed",
+              r"(libtorch\w*\.so|libc10\w*\.so|libcudnn\w*\.so|libcublas\w*\.so)[^\n]*(cannot open shared object file|undefined symbol)",
               cause="torch is installed but one of its shared libraries is missing or mismatched"),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
               cause="numpy is not installed beside torch"),

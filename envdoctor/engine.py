@@ -180,7 +180,10 @@ def contained_failure(check_id: str, outcome: Outcome) -> Finding:
             evidence=evidence,
             remedies=(
                 Remedy("A first CUDA initialisation or a PTX JIT compile can take minutes: retry with a larger `--timeout`."),
-                Remedy("If it hangs again, a driver or library call never returns: run the check alone (`envdoctor check --only %s`) and see where it stops with `py-spy dump`." % check_id),
+                Remedy(
+                    "If it hangs again, a driver or library call never returns: run the check alone "
+                    "(`envdoctor check --only %s`) and see where it stops with `py-spy dump`." % check_id
+                ),
             ),
         )
     return Finding(

@@ -12,12 +12,20 @@ from typing import Any, Callable, Dict, Optional
 from envdoctor.model import op_fact
 
 _MAX_MESSAGE = 600
+# What torch appends to CUDA errors (c10/cuda/CUDAMiscFunctions.cpp): advice, not the error.
+_HELP_SUFFIXES = (
+    "\nCUDA kernel errors might",
+    "\nSearch for `cuda",
+    "\nFor more detailed error",
+    "\nCompile with `TORCH_USE_CUDA_DSA`",
+    "\nException raised from",
+)
 
 
 def error_text(exc: BaseException) -> str:
     """The exception message as torch printed it, without the long help suffixes."""
     message = str(exc).strip() or type(exc).__name__
-    for marker in ("\nCUDA kernel errors might", "\nSearch for `cuda", "\nFor more detailed error", "\nCompile with `TORCH_USE_CUDA_DSA`", "\nException raised from"):
+    for marker in _HELP_SUFFIXES:
         cut = message.find(marker)
         if cut > 0:
             message = message[:cut]

@@ -130,7 +130,7 @@ class ProbeContext:
         return {"devices": self.devices, "options": dict(self.options)}
 
     @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "ProbeContext":
+    def from_dict(cls, data: Dict[str, Any]) -> ProbeContext:
         return cls(devices=data.get("devices"), options=dict(data.get("options") or {}))
 
 
@@ -140,13 +140,13 @@ def available_devices(torch: Any) -> List[str]:
     try:
         if torch.cuda.is_available():
             devices.extend("cuda:%d" % i for i in range(torch.cuda.device_count()))
-    except Exception:  # a broken CUDA init is reported by the checks that probe it
+    except Exception:  # noqa: BLE001 - a broken CUDA init is reported by the checks that probe it
         pass
     try:
         mps = getattr(torch.backends, "mps", None)
         if mps is not None and mps.is_available():
             devices.append("mps")
-    except Exception:
+    except Exception:  # noqa: BLE001
         pass
     return devices
 

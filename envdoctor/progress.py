@@ -21,7 +21,7 @@ class ProbeProgress:
         self._task = self._progress.add_task("starting the probe worker (importing torch)…", total=None)
         self._done = 0
 
-    def __enter__(self) -> "ProbeProgress":
+    def __enter__(self) -> ProbeProgress:
         self._progress.start()
         return self
 

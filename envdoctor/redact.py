@@ -39,7 +39,7 @@ class Redactor:
         self._secrets = [s for s in secrets if len(s) >= _MIN_SECRET_LEN]
 
     @classmethod
-    def from_environ(cls, environ: Optional[Mapping[str, str]] = None) -> "Redactor":
+    def from_environ(cls, environ: Optional[Mapping[str, str]] = None) -> Redactor:
         return cls(secret_values(environ))
 
     def text(self, value: str) -> str:

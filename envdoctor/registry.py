@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.model import Check
 
@@ -131,10 +131,9 @@ def _plugin_sources():  # type: ignore[no-untyped-def]
     """(name, origin, loader) for each entry point and ENVDOCTOR_CHECKS_PATH file."""
     from importlib.metadata import entry_points
 
-    try:
-        eps = entry_points(group=ENTRY_POINT_GROUP)
-    except TypeError:  # pragma: no cover - Python < 3.10 API
-        eps = entry_points().get(ENTRY_POINT_GROUP, [])  # type: ignore[attr-defined]
+    found: Any = entry_points()
+    # Python 3.10+ has .select(); 3.9 returns a dict of groups
+    eps = found.select(group=ENTRY_POINT_GROUP) if hasattr(found, "select") else found.get(ENTRY_POINT_GROUP, [])
     for ep in eps:
         dist = getattr(ep, "dist", None)
         origin = "entry point %s" % ep.name

@@ -36,12 +36,6 @@ def _headline(env: Dict[str, Any]) -> str:
     )
 
 
-def _status_label(result: CheckResult) -> str:
-    if result.status in (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED):
-        return result.summary
-    return result.summary
-
-
 def summary_line(report: Report) -> str:
     s = report.summary()
     counts = s["findings"]

@@ -107,7 +107,7 @@ class Worker:
             raise BadInterpreter("cannot execute %s: permission denied" % python) from exc
         except OSError as exc:
             raise BadInterpreter("cannot start %s: %s" % (python, exc.strerror or exc)) from exc
-        self._lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self._lines: queue.Queue[Optional[bytes]] = queue.Queue()
         self._stderr: Deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         threading.Thread(target=self._pump_stderr, daemon=True).start()

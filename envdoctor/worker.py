@@ -84,11 +84,12 @@ def _warning_texts(caught: List[warnings.WarningMessage]) -> List[str]:
 def import_torch() -> Tuple[Any, Dict[str, Any]]:
     """Import torch once, recording how long it took, what it warned and how it failed."""
     info: Dict[str, Any] = {"ok": False, "error": None, "error_type": None, "warnings": []}
+    torch: Any
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            import torch  # noqa: PLC0415 - the one place torch is imported
+            import torch  # the one place torch is imported
         except BaseException as exc:  # noqa: BLE001 - any failure is a fact
             info["error"] = _exception_text(exc)
             info["error_type"] = type(exc).__name__
@@ -127,10 +128,9 @@ def load_check(spec: Dict[str, Any]) -> Check:
     else:
         module = importlib.import_module(module_name)
     check = getattr(module, spec.get("attr") or "CHECK")
-    if not isinstance(check, Check):
-        # a plug-in loaded from a foreign envdoctor copy: accept anything shaped like a Check
-        if not callable(getattr(check, "probe", None)):
-            raise TypeError("%s.%s is not an envdoctor Check" % (module_name, spec.get("attr") or "CHECK"))
+    # a plug-in built against another envdoctor copy: accept anything shaped like a Check
+    if not isinstance(check, Check) and not callable(getattr(check, "probe", None)):
+        raise TypeError("%s.%s is not an envdoctor Check" % (module_name, spec.get("attr") or "CHECK"))
     return check
 
 
