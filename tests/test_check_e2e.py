@@ -162,3 +162,16 @@ def test_help_and_version_do_not_import_torch_or_rich() -> None:
         assert proc.returncode == 0, proc.stderr
     version = run_envdoctor("--version")
     assert version.stdout.strip().startswith("envdoctor 0.")
+
+
+def test_package_level_check_api(capsys: pytest.CaptureFixture) -> None:
+    import envdoctor
+
+    report = envdoctor.check(only=["torch-install", "fp8"])
+    out = capsys.readouterr().out
+    assert "[✓] float8 (fp8)" in out
+    assert report.ok
+    assert report.to_dict()["schema"] == SCHEMA
+    quiet = envdoctor.check(show=False, only=["fp8"])
+    assert capsys.readouterr().out == ""
+    assert [c.id for c in quiet.checks] == ["fp8"]

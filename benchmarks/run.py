@@ -1,0 +1,122 @@
+"""Side-by-side start-up costs: envdoctor against what it replaces.
+
+    python benchmarks/run.py [--runs 7] [--json FILE]
+
+Every pair is timed interleaved (A, B, A, B, ...) in one run so that machine
+noise hits both sides; medians and ratios are printed as a Markdown table.
+Goals (issue 3): `envdoctor --version` <= 1.5x `import typer`; `envdoctor check`
+<= 1.5x a bare `import torch` (the mission aims at ~1.1x) and faster than
+`python -m torch.utils.collect_env`; the parent's peak RSS < 80 MB.
+No test asserts these numbers: they are measured here, reported in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+PY = sys.executable
+BIN = Path(PY).parent
+ENVDOCTOR = [str(BIN / "envdoctor")] if (BIN / "envdoctor").exists() else [PY, "-m", "envdoctor"]
+
+# The parent's own peak RSS, and the worker's (a waited-for child), from one run.
+RSS_PROBE = (
+    "import resource, sys\n"
+    "from envdoctor.cli import main\n"
+    "rc = main(['check', '--json'])\n"
+    "r = resource.getrusage\n"
+    "print('RSS', r(resource.RUSAGE_SELF).ru_maxrss, r(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+)
+
+PAIRS = [
+    ("envdoctor --version", ENVDOCTOR + ["--version"], "python -c 'import typer'", [PY, "-c", "import typer"], 1.5),
+    ("envdoctor check", ENVDOCTOR + ["check"], "python -c 'import torch'", [PY, "-c", "import torch"], 1.5),
+    ("envdoctor check --json", ENVDOCTOR + ["check", "--json"], "python -c 'import torch'", [PY, "-c", "import torch"], 1.5),
+    ("envdoctor check", ENVDOCTOR + ["check"], "python -m torch.utils.collect_env", [PY, "-m", "torch.utils.collect_env"], 1.0),
+]
+
+
+def timed(argv: Sequence[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def measure_pair(a: Sequence[str], b: Sequence[str], runs: int) -> Dict[str, float]:
+    timed(a), timed(b)  # warm the page cache for both
+    ta: List[float] = []
+    tb: List[float] = []
+    ratios: List[float] = []
+    for _ in range(runs):
+        x, y = timed(a), timed(b)
+        ta.append(x)
+        tb.append(y)
+        ratios.append(x / y)
+    return {"a_median_s": statistics.median(ta), "b_median_s": statistics.median(tb), "ratio_median": statistics.median(ratios)}
+
+
+def measure_rss(runs: int) -> Dict[str, float]:
+    parent: List[int] = []
+    worker: List[int] = []
+    for _ in range(runs):
+        proc = subprocess.run([PY, "-c", RSS_PROBE], capture_output=True, text=True, check=False)
+        line = next(line for line in proc.stderr.splitlines() if line.startswith("RSS "))
+        _, p, w = line.split()
+        parent.append(int(p))
+        worker.append(int(w))
+    scale = 1024 if sys.platform != "darwin" else 1024 * 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+    return {"parent_peak_rss_mib": statistics.median(parent) / scale, "worker_peak_rss_mib": statistics.median(worker) / scale}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+
+    rows = []
+    for name_a, argv_a, name_b, argv_b, goal in PAIRS:
+        result = measure_pair(argv_a, argv_b, args.runs)
+        rows.append({"command": name_a, "baseline": name_b, "goal_ratio": goal, **result})
+    rss = measure_rss(max(3, args.runs // 2))
+    import torch  # noqa: F401 - only to report the version measured
+
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": "%s, %s, %d cores" % (platform.platform(terse=True), platform.machine(), os.cpu_count() or 0),
+        "python": platform.python_version(),
+        "torch": sys.modules["torch"].__version__,
+        "runs": args.runs,
+        "envdoctor": ENVDOCTOR[-1] if len(ENVDOCTOR) == 1 else "python -m envdoctor",
+    }
+    print("Measured %(date)s on %(machine)s, Python %(python)s, torch %(torch)s; medians of %(runs)d interleaved runs." % meta)
+    print()
+    print("| command | baseline | command s | baseline s | ratio | goal |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        verdict = "met" if r["ratio_median"] <= r["goal_ratio"] else "NOT met"
+        goal = "faster" if r["goal_ratio"] == 1.0 else "<= %.1fx" % r["goal_ratio"]
+        print("| `%s` | `%s` | %.2f | %.2f | %.2fx | %s (%s) |" % (
+            r["command"], r["baseline"], r["a_median_s"], r["b_median_s"], r["ratio_median"], goal, verdict))
+    print()
+    print("Peak RSS: parent %.0f MiB (goal < 80 MiB: %s), probe worker %.0f MiB." % (
+        rss["parent_peak_rss_mib"], "met" if rss["parent_peak_rss_mib"] < 80 else "NOT met", rss["worker_peak_rss_mib"]))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"meta": meta, "pairs": rows, "rss": rss}, indent=2))
+    if shutil.which("accelerate"):
+        print("(accelerate is installed: compare `accelerate env` by hand; see FACTS.md for the field.)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
