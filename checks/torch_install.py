@@ -7,6 +7,8 @@ import platform
 import sys
 from typing import Any, Dict, List, Optional
 
+from envdoctor.commands import pip_for as _pip
+from envdoctor.distributions import installed_version
 from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
 
 ID = "torch-install"
@@ -18,19 +20,6 @@ COMPANIONS = (
 )
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
-
-def _dist_version(name: str) -> Optional[str]:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover - Python 3.7
-        return None
-    for candidate in (name, name.replace("-", "_")):
-        try:
-            return version(candidate)
-        except PackageNotFoundError:
-            continue
-    return None
 
 
 def _guard(fn: Any, default: Any = None) -> Any:
@@ -107,8 +96,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "platform": sys.platform,
         "machine": platform.machine(),
         "torch_import": ctx.options.get("torch_import") or {},
-        "torch_dist": _dist_version("torch"),
-        "packages": {name: _dist_version(name) for name in COMPANIONS},
+        "torch_dist": installed_version("torch"),
+        "packages": {name: installed_version(name) for name in COMPANIONS},
     }
     if torch is None:
         return facts
@@ -132,15 +121,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------- rules
-
-
-def _pip(facts: Dict[str, Any], *args: str) -> str:
-    python = facts.get("python") or "python"
-    return " ".join([_quote(python), "-m", "pip", *args])
-
-
-def _quote(text: str) -> str:
-    return text if text and all(c.isalnum() or c in "/._-+:=<>[]," for c in text) else "'%s'" % text.replace("'", "'\\''")
 
 
 def _install_remedies(facts: Dict[str, Any], reinstall: Optional[str]) -> tuple:

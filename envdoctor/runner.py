@@ -30,7 +30,11 @@ _STDERR_TAIL_LINES = 40
 # site-packages (it may hold another torch). '' (the cwd) goes too: a stray
 # torch/ folder there must not shadow the installed one.
 BOOTSTRAP = """\
-import sys, importlib.util
+import sys
+if sys.version_info < (3, 8):
+    sys.stderr.write('Python %d.%d is too old for the envdoctor worker (3.8 or newer)\\n' % sys.version_info[:2])
+    sys.exit(3)
+import importlib.util
 if sys.path and sys.path[0] in ('', '.'):
     del sys.path[0]
 def _pkg(name, directory):
@@ -213,6 +217,8 @@ class Runner:
         if hello is None or hello.get("event") != "hello":
             how = _died(worker)
             tail = worker.stderr_tail(3).strip().splitlines()
+            if tail and "too old for the envdoctor worker" in tail[-1]:
+                raise BadInterpreter("%s: %s" % (self.python, tail[-1]))
             why = (": " + tail[-1]) if tail else ""
             raise BadInterpreter("%s is not a working Python interpreter (%s%s)" % (self.python, how, why))
         if first:
