@@ -318,10 +318,7 @@ def arch_coverage(arch_list: object, cap: Capability) -> Optional[Tuple[str, str
     for a in archs:
         if a.kind != "sm" or a.major != cap[0]:
             continue
-        if a.suffix == "a" or exact_only:
-            fits = a.minor == cap[1]
-        else:
-            fits = a.minor <= cap[1]
+        fits = a.minor == cap[1] if a.suffix == "a" or exact_only else a.minor <= cap[1]
         if fits and (best is None or a.minor > best.minor):
             best = a
     if best is not None:
@@ -376,9 +373,10 @@ def min_driver(cuda: Cuda, system: str = "linux") -> Optional[str]:
     best: Optional[str] = None
     for row in DRIVER_TABLE:
         value = row[column]
-        if toolkit_of(row[0]) == cuda and isinstance(value, str):
-            if best is None or (parse_driver(value) or (0, 0, 0)) < (parse_driver(best) or (0, 0, 0)):
-                best = value
+        if toolkit_of(row[0]) == cuda and isinstance(value, str) and (
+            best is None or (parse_driver(value) or (0, 0, 0)) < (parse_driver(best) or (0, 0, 0))
+        ):
+            best = value
     return best
 
 
@@ -392,8 +390,11 @@ def max_cuda_for_driver(driver: str, system: str = "linux") -> Optional[Cuda]:
     if have is None:
         return None
     column = 2 if _platform_key(system) == "win32" else 1
-    fits = [toolkit_of(row[0]) for row in DRIVER_TABLE
-            if isinstance(row[column], str) and (parse_driver(row[column]) or (999, 0, 0)) <= have]
+    fits = []
+    for row in DRIVER_TABLE:
+        value = row[column]
+        if isinstance(value, str) and (parse_driver(value) or (999, 0, 0)) <= have:
+            fits.append(toolkit_of(row[0]))
     found = [c for c in fits if c is not None]
     return max(found) if found else None
 
