@@ -1,0 +1,406 @@
+"""bf16-support: does each GPU compute bfloat16 natively, only through emulation,
+or not at all?
+
+Native bf16 needs compute capability 8.0 (Ampere) or newer (GPU-FACTS.md §2).
+Below that, torch's `torch.cuda.is_bf16_supported()` still returns True when a
+bf16 tensor can merely be created ("emulation", GPU-FACTS.md §2, torch v2.9.1
+`torch/cuda/__init__.py`), and transformers' `is_torch_bf16_gpu_available()` is
+just that call in recent releases, so `bf16=True` on a T4 or V100 is accepted and
+runs slowly; older GPUs (P100, M40) fail the bf16 GEMM outright with
+`CUBLAS_STATUS_NOT_SUPPORTED` (github.com/pytorch/pytorch/issues/57773,
+github.com/opendatalab/MinerU/issues/1508). The probe therefore runs a real bf16
+matmul on every CUDA device, compares it with fp32, and times it against fp16
+and fp32. The CPU's bf16 kernels are the cpu-half-kernels check's subject; this
+check records only whether one CPU bf16 matmul works.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.microops import error_text, randn, run_op, seeded_generator
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+
+ID = "bf16-support"
+NATIVE_CC = (8, 0)  # GPU-FACTS.md §2: "BF16 requires compute capability 8.0 or higher"
+MATMUL_N = 256  # the correctness matmul (vs fp32 on the same rounded inputs)
+CPU_N = 64  # the CPU sanity matmul: milliseconds even without native CPU bf16
+# Timing size: at 256 a matmul is a few microseconds on any GPU and the numbers are
+# kernel-launch overhead; at 1024 emulated bf16 separates clearly from fp16 and
+# still costs well under a millisecond per rep on a T4.
+TIMING_N = 1024
+TIMING_WARMUP = 2
+TIMING_REPS = 10
+TIMING_DTYPES = ("float32", "float16", "bfloat16")
+# Failures that say bf16 itself is missing, and failures of the device in general.
+_BF16_SPECIFIC = re.compile(r"BFloat16|CUDA_R_16BF|bf16|bfloat16", re.IGNORECASE)
+_GENERIC = re.compile(r"out of memory|CUBLAS_STATUS_(NOT_INITIALIZED|ALLOC_FAILED)|CUDA error|CUDA driver|cudaError|device-side assert",
+                      re.IGNORECASE)
+# bf16 keeps 8 mantissa bits: its output rounding alone is ~4e-3 of the value; garbage is O(1).
+TOLERANCE = 8e-2
+
+
+# ---------------------------------------------------------------- probe
+
+
+def _guard(fn: Any) -> Tuple[Any, Optional[str]]:
+    try:
+        return fn(), None
+    except Exception as exc:  # noqa: BLE001 - a failing query is a fact
+        return None, error_text(exc)
+
+
+def _matmul(torch: Any, n: int, device: str, dt: Any, seed: int) -> Tuple[Any, Any]:
+    gen = seeded_generator(torch, seed)
+    a, b = randn(torch, gen, n, n), randn(torch, gen, n, n)
+
+    def fn() -> Any:
+        return torch.matmul(a.to(device=device, dtype=dt), b.to(device=device, dtype=dt))
+
+    def ref() -> Any:
+        return torch.matmul(a.to(dt).float(), b.to(dt).float())
+
+    return fn, ref
+
+
+def _time(torch: Any, device: str) -> Dict[str, Any]:
+    """Milliseconds per TIMING_N² matmul for fp32, fp16 and bf16 (after a warm-up)."""
+    timing: Dict[str, Any] = {"n": TIMING_N, "reps": TIMING_REPS, "ms": {}, "errors": {}}
+    tf32, _ = _guard(lambda: bool(torch.backends.cuda.matmul.allow_tf32))
+    timing["tf32"] = tf32
+    gen = seeded_generator(torch, 46)
+    base_a, base_b = randn(torch, gen, TIMING_N, TIMING_N), randn(torch, gen, TIMING_N, TIMING_N)
+    for name in TIMING_DTYPES:
+        dt = getattr(torch, name)
+        try:
+            a, b = base_a.to(device=device, dtype=dt), base_b.to(device=device, dtype=dt)
+            for _ in range(TIMING_WARMUP):
+                torch.matmul(a, b)
+            torch.cuda.synchronize(device)
+            start = time.perf_counter()
+            for _ in range(TIMING_REPS):
+                torch.matmul(a, b)
+            torch.cuda.synchronize(device)
+            timing["ms"][name] = float("%.4g" % ((time.perf_counter() - start) * 1000.0 / TIMING_REPS))
+            del a, b
+        except Exception as exc:  # noqa: BLE001
+            timing["errors"][name] = error_text(exc)
+    return timing
+
+
+def _probe_device(torch: Any, device: str, index: int, info: Dict[str, Any], ops: List[Dict[str, Any]]) -> None:
+    info["name"], err = _guard(lambda: torch.cuda.get_device_name(index))
+    if err:
+        info["name_error"] = err
+    cap, err = _guard(lambda: tuple(torch.cuda.get_device_capability(index)))
+    info["capability"] = "%d.%d" % (int(cap[0]), int(cap[1])) if cap else None
+    if err:
+        info["capability_error"] = err
+    bf16 = torch.bfloat16
+    with torch.cuda.device(index):  # is_bf16_supported() asks about the *current* device
+        info["is_bf16_supported"], err = _guard(lambda: bool(torch.cuda.is_bf16_supported()))
+        if err:
+            info["is_bf16_supported_error"] = err
+        try:
+            info["is_bf16_supported_native"] = bool(torch.cuda.is_bf16_supported(including_emulation=False))
+            info["including_emulation_keyword"] = True
+        except TypeError:  # an older torch without the keyword: there the plain call is the strict one
+            info["is_bf16_supported_native"] = None
+            info["including_emulation_keyword"] = False
+        except Exception as exc:  # noqa: BLE001
+            info["is_bf16_supported_native"] = None
+            info["including_emulation_keyword"] = True
+            info["is_bf16_supported_native_error"] = error_text(exc)
+        ops.append(run_op(torch, "tensor", device, "bfloat16", lambda: torch.ones(4, dtype=bf16, device=device)))
+        fn, ref = _matmul(torch, MATMUL_N, device, bf16, 45)
+        matmul = run_op(torch, "matmul", device, "bfloat16", fn, ref, shape=[MATMUL_N, MATMUL_N, MATMUL_N])
+        ops.append(matmul)
+        if matmul["ok"]:
+            info["timing"] = _time(torch, device)
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    facts: Dict[str, Any] = {
+        "torch": torch.__version__,
+        "cuda_build": getattr(torch.version, "cuda", None),
+        "hip": getattr(torch.version, "hip", None),
+        "devices": [],
+        "ops": [],
+    }
+    bf16 = getattr(torch, "bfloat16", None)
+    if bf16 is None:
+        facts["no_bfloat16"] = True
+        return facts
+    fn, ref = _matmul(torch, CPU_N, "cpu", bf16, 44)
+    facts["cpu"] = run_op(torch, "matmul", "cpu", "bfloat16", fn, ref, shape=[CPU_N, CPU_N, CPU_N])
+    devices = [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
+    if not devices:
+        facts["cuda_seen"] = [d for d in available_devices(torch) if d.startswith("cuda")] if ctx.devices is not None else []
+        return facts
+    for device in devices:
+        index = int(device.split(":")[1])
+        info: Dict[str, Any] = {"id": device, "index": index}
+        facts["devices"].append(info)
+        try:
+            _probe_device(torch, device, index, info, facts["ops"])
+        except Exception as exc:  # noqa: BLE001 - one broken GPU must not hide the others
+            info["error"] = error_text(exc)
+            info["error_type"] = type(exc).__name__
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _cc(dev: Dict[str, Any]) -> Optional[Tuple[int, int]]:
+    cap = dev.get("capability")
+    if not cap:
+        return None
+    try:
+        major, minor = str(cap).split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def _op(ops: List[Dict[str, Any]], device: str, op: str) -> Optional[Dict[str, Any]]:
+    for o in ops:
+        if o.get("device") == device and o.get("op") == op:
+            return o
+    return None
+
+
+def _garbage(fact: Optional[Dict[str, Any]]) -> bool:
+    if not fact or not fact.get("ok"):
+        return False
+    err = fact.get("max_rel_err")
+    if err is None:
+        return False
+    if isinstance(err, str):  # "nan" / "inf": not finite
+        return True
+    return float(err) != float(err) or float(err) > TOLERANCE
+
+
+def _errors(facts: Dict[str, Any], dev: Dict[str, Any]) -> List[str]:
+    ops = facts.get("ops") or []
+    tensor = _op(ops, dev["id"], "tensor")
+    matmul = _op(ops, dev["id"], "matmul")
+    errors = [dev.get("error"), (tensor or {}).get("error"), (matmul or {}).get("error")]
+    if not matmul and not dev.get("error"):
+        errors.append("no bf16 matmul was run")
+    return _dedupe([str(e) for e in errors if e])
+
+
+def mode(facts: Dict[str, Any], dev: Dict[str, Any]) -> str:
+    """"native", "emulated" or "none" for one CUDA device; "unknown" when the device failed
+    for a reason that is not about bf16 (out of memory, cuBLAS not starting: the cublas and
+    device-memory findings report those once)."""
+    errors = _errors(facts, dev)
+    if errors:
+        if not any(_BF16_SPECIFIC.search(e) for e in errors) and any(_GENERIC.search(e) for e in errors):
+            return "unknown"
+        return "none"
+    if facts.get("hip"):  # ROCm reports gfx versions as "capability"; bf16 is native on every supported AMD GPU
+        return "native"
+    cc = _cc(dev)
+    if cc is None:
+        return "native" if dev.get("is_bf16_supported_native") else "emulated"
+    return "native" if cc >= NATIVE_CC else "emulated"
+
+
+def _label(dev: Dict[str, Any]) -> str:
+    return "%s %s%s" % (dev["id"], dev.get("name") or "unknown GPU",
+                        " (compute capability %s)" % dev["capability"] if dev.get("capability") else "")
+
+
+def _precision_remedies(dev: Dict[str, Any]) -> Tuple[Remedy, ...]:
+    return (
+        Remedy("Compute in fp16 with loss scaling instead: accelerate `mixed_precision: fp16`, transformers `fp16=True` "
+               "(and `bf16=False`), OneTrainer `train_dtype: FLOAT_16`, vLLM `--dtype half`",
+               kind="config", id="precision-fp16",
+               action={"set": {"precision": "fp16"}, "when": {"device": dev["id"], "precision": "bf16"}}),
+        Remedy("Or compute in fp32 (slowest, most memory, no overflow risk): accelerate `mixed_precision: no`, "
+               "transformers `fp16=False, bf16=False`",
+               kind="config", id="precision-fp32",
+               action={"set": {"precision": "fp32"}, "when": {"device": dev["id"], "precision": "bf16"}}),
+        Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100); "
+               "in Colab: Runtime → Change runtime type → A100 or L4",
+               kind="manual", id="use-ampere-gpu"),
+    )
+
+
+def _support_evidence(dev: Dict[str, Any]) -> List[str]:
+    out = []
+    if dev.get("is_bf16_supported") is not None:
+        out.append("torch.cuda.is_bf16_supported() = %s" % dev["is_bf16_supported"])
+    if dev.get("including_emulation_keyword"):
+        if dev.get("is_bf16_supported_native") is not None:
+            out.append("torch.cuda.is_bf16_supported(including_emulation=False) = %s" % dev["is_bf16_supported_native"])
+    elif dev.get("including_emulation_keyword") is False:
+        out.append("this torch has no is_bf16_supported(including_emulation=...) keyword")
+    if dev.get("is_bf16_supported") and dev.get("is_bf16_supported_native") is False:
+        out.append("is_bf16_supported() is True only because a bf16 tensor can be created (emulation); "
+                   "transformers and accelerate accept bf16 on that answer")
+    return out
+
+
+def _timing_evidence(dev: Dict[str, Any]) -> List[str]:
+    timing = dev.get("timing") or {}
+    ms = timing.get("ms") or {}
+    if "bfloat16" not in ms:
+        return []
+    parts = ["%s %.3g ms" % (name, ms[name]) for name in TIMING_DTYPES if name in ms]
+    text = "%d×%d matmul: %s" % (timing.get("n", TIMING_N), timing.get("n", TIMING_N), ", ".join(parts))
+    if ms.get("float16"):
+        text += " (bf16 takes %.1f× the fp16 time)" % (float(ms["bfloat16"]) / float(ms["float16"]))
+    return [text]
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    if facts.get("no_bfloat16"):
+        return [Finding(ID, "no-bfloat16", Severity.WARNING, "torch %s has no bfloat16 dtype" % facts.get("torch"),
+                        ("hasattr(torch, 'bfloat16') is False",),
+                        (Remedy("Use fp16 or fp32, or upgrade torch", kind="pip", commands=("python -m pip install --upgrade torch",),
+                                id="torch-upgrade", action={"upgrade": ["torch"]}),), {})]
+    devices = facts.get("devices") or []
+    if not devices:
+        return [_no_cuda(facts)]
+    findings: List[Finding] = []
+    ops = facts.get("ops") or []
+    for dev in devices:
+        kind = mode(facts, dev)
+        matmul = _op(ops, dev["id"], "matmul")
+        subject = {"device": dev["id"], "name": dev.get("name"), "capability": dev.get("capability"), "dtype": "bfloat16", "bf16": kind}
+        label = _label(dev)
+        if kind == "emulated":
+            findings.append(
+                Finding(ID, "bf16-emulated", Severity.WARNING,
+                        "%s has no native bf16: bf16 runs emulated and slow" % label,
+                        ("native bf16 needs compute capability 8.0 (Ampere) or newer", *_support_evidence(dev), *_timing_evidence(dev),
+                         "bf16 %d×%d matmul works: max relative error %s vs fp32"
+                         % (MATMUL_N, MATMUL_N, (matmul or {}).get("max_rel_err"))),
+                        _precision_remedies(dev), subject)
+            )
+        elif kind == "unknown":
+            findings.append(
+                Finding(ID, "bf16-not-judged", Severity.INFO,
+                        "%s: bf16 support not judged, the GPU failed for another reason (see the cublas / device-memory findings)" % label,
+                        tuple("%s: %s" % (dev["id"], e) for e in _errors(facts, dev)), (), subject)
+            )
+        elif kind == "none":
+            errors = _errors(facts, dev)
+            native_capable = facts.get("hip") or (_cc(dev) or (0, 0)) >= NATIVE_CC
+            if native_capable:
+                title = "%s should run bf16 natively, but bf16 fails there" % label
+                code = "bf16-fails"
+            else:
+                title = "%s has no native bf16, and bf16 fails there (not even emulated)" % label
+                code = "bf16-unsupported"
+            findings.append(
+                Finding(ID, code, Severity.ERROR, title,
+                        tuple(["%s bf16: %s" % (dev["id"], e) for e in errors] + _support_evidence(dev)),
+                        _precision_remedies(dev) + ((Remedy("Run `envdoctor check --only cublas` on this GPU: a bf16 GEMM failing on an "
+                                                            "Ampere+ GPU points at cuBLAS or the torch build", id="check-cublas"),)
+                                                    if native_capable else ()),
+                        subject)
+            )
+        if _garbage(matmul):
+            findings.append(
+                Finding(ID, "bf16-wrong-results", Severity.ERROR, "%s: bf16 matmul runs but returns wrong numbers" % label,
+                        ("%s bf16 %d×%d matmul: max relative error %s vs fp32 (tolerance %g)"
+                         % (dev["id"], MATMUL_N, MATMUL_N, (matmul or {}).get("max_rel_err"), TOLERANCE),),
+                        _precision_remedies(dev)[:2], subject)
+            )
+    return findings
+
+
+def _dedupe(items: List[str]) -> List[str]:
+    out: List[str] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _cpu_text(facts: Dict[str, Any]) -> str:
+    cpu = facts.get("cpu") or {}
+    if not cpu:
+        return "CPU bf16 matmul not run"
+    if cpu.get("ok"):
+        return "CPU bf16 matmul ok (max rel err %s)" % cpu.get("max_rel_err")
+    return "CPU bf16 matmul fails: %s" % cpu.get("error")
+
+
+def _no_cuda(facts: Dict[str, Any]) -> Finding:
+    seen = facts.get("cuda_seen") or []
+    if seen:
+        return Finding(ID, "no-cuda-selected", Severity.INFO, "no CUDA device selected: bf16 support not probed on GPUs",
+                       ("CUDA devices present but not selected: %s" % ", ".join(seen), _cpu_text(facts)), (), {})
+    if facts.get("cuda_build") is None and not facts.get("hip"):
+        why = "torch %s is a CPU-only build (torch.version.cuda is None)" % facts.get("torch")
+    else:
+        why = "torch %s is built for CUDA %s but torch.cuda.is_available() is False" % (facts.get("torch"), facts.get("cuda_build"))
+    return Finding(ID, "no-cuda-device", Severity.INFO, "no CUDA device: bf16 support is checked on CUDA GPUs only",
+                   (why, _cpu_text(facts), "CPU bf16 kernels are covered by the cpu-half-kernels check"), (), {})
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    if facts.get("no_bfloat16"):
+        return "no bfloat16 dtype in this torch"
+    devices = facts.get("devices") or []
+    if not devices:
+        head = "no CUDA device selected" if facts.get("cuda_seen") else "no CUDA device"
+        return "%s · GPUs only; %s" % (head, _cpu_text(facts))
+    parts = []
+    for dev in devices:
+        cap = " (%s)" % dev["capability"] if dev.get("capability") else ""
+        kind = mode(facts, dev)
+        parts.append("%s%s bf16 %s" % (dev["id"], cap, "not judged (the GPU failed)" if kind == "unknown" else kind))
+    return " · ".join(parts)
+
+
+# How missing bf16 reads in tracebacks (sources in the comments):
+SIGNATURES = (
+    # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
+    # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
+    # compute capability 7.5." (github.com/vllm-project/vllm/issues/1157, /issues/946)
+    Signature("bf16-unsupported", r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+              cause="the GPU has compute capability below 8.0 (no native bf16); use fp16 (`--dtype half`) or fp32"),
+    # transformers TrainingArguments._validate_args (src/transformers/training_args.py, huggingface/transformers @ 00349ae8):
+    # "Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."
+    # + " You need Ampere+ GPU with cuda>=11.0."; older releases: "Your setup doesn't support bf16/gpu. You need
+    # torch>=1.10, using Ampere GPU with cuda>=11.0".
+    Signature("bf16-unsupported", r"Your setup doesn't support bf16/(gpu|\(cpu, tpu, neuroncore\))",
+              cause="transformers found no bf16-capable accelerator (pre-Ampere GPU with an older transformers/torch, "
+                    "or no CUDA at all) while bf16=True"),
+    # accelerate Accelerator.__init__ (src/accelerate/accelerator.py, huggingface/accelerate):
+    # "bf16 mixed precision requires PyTorch >= 1.10 and a supported device."
+    Signature("bf16-unsupported", r"bf16 mixed precision requires PyTorch >= 1\.10( and a supported device)?",
+              cause="accelerate's `mixed_precision: bf16` on a device where torch reports no bf16 support"),
+    # Pre-Ampere GPUs whose cuBLAS has no bf16 GEMM (P100 sm_60, M40 sm_52):
+    # github.com/pytorch/pytorch/issues/57773, github.com/opendatalab/MinerU/issues/1508
+    Signature("bf16-unsupported", r"CUBLAS_STATUS_NOT_SUPPORTED when calling `cublas\w*\(.*CUDA_R_16BF",
+              cause="cuBLAS on this GPU has no bf16 GEMM (compute capability below 7.x); use fp16 or fp32"),
+    # torch 1.x CUDA 10.x builds had no bf16 GEMM at all (github.com/pytorch/pytorch/issues/67682)
+    Signature("bf16-unsupported", r"at::cuda::blas::gemm: not implemented for .*BFloat16",
+              cause="this torch build (CUDA 10.x) has no bf16 GEMM; upgrade to a CUDA 11+ build or use fp16"),
+    # A CUDA kernel without a bf16 instantiation, e.g. "max_all_cuda", "replication_pad1d_cuda",
+    # "_thnn_fused_gru_cell_cuda" (github.com/pytorch/pytorch/issues/99433, /issues/116763).
+    Signature("bf16-unsupported", r"\"\w*cuda\w*\" not implemented for 'BFloat16'",
+              cause="this torch has no CUDA bf16 kernel for the operation (older torch, or an op without bf16 coverage)"),
+    Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
+              cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="bfloat16 on each GPU",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    timeout_s=120.0,  # first CUDA use on several GPUs
+    order=45,
+    signatures=SIGNATURES,
+)
