@@ -1,0 +1,878 @@
+"""apex: is the `apex` in this environment NVIDIA apex at all, are its compiled
+extensions there and built for this torch, and do its fused norms run on each GPU
+in every fp32/fp16/bf16 input × weight pair?
+
+Seed 002 (xDiT, PixArt-alpha, A100, torch 2.4.0): `expected scalar type Float but
+found Half` inside apex's FusedRMSNormAffineFunction, reached through transformers'
+T5, which swaps its T5LayerNorm for apex FusedRMSNorm whenever
+`from apex.normalization import FusedRMSNorm` imports (GPU-FACTS.md §5). The
+"fix" that was reported, `pip install --upgrade apex`, replaced NVIDIA apex with
+the unrelated PyPI package named apex (a Pyramid web toolkit, 0.9.x) whose import
+fails, so transformers fell back to its own T5LayerNorm (FACTS.md "apex").
+
+The probe tells the two apart without trusting either: distribution metadata
+(version, summary, files), the package directory's contents, the compiled
+modules found by `importlib.util.find_spec` before anything is imported, and
+only then the imports themselves. Fused ops run only on CUDA devices: on CPU
+inputs FusedRMSNorm/FusedLayerNorm fall back to plain PyTorch (§5 "Runtime
+behaviour"), so a CPU run would prove nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+import traceback
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from envdoctor.commands import pip_for as _pip
+from envdoctor.microops import error_text, randn, run_op, seeded_generator
+from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+
+ID = "apex"
+
+# NVIDIA apex's setup.py: name="apex", version="0.1",
+# description="PyTorch Extensions written by NVIDIA" (GPU-FACTS §5 "Build checks").
+NVIDIA_VERSION = "0.1"
+NVIDIA_SUMMARY = "PyTorch Extensions written by NVIDIA"
+NVIDIA_REPO = "https://github.com/NVIDIA/apex"
+
+# Compiled top-level modules (GPU-FACTS §5 "Compiled modules"; names from setup.py).
+CPP_EXTENSIONS = ("apex_C",)
+CUDA_EXTENSIONS = (  # built by APEX_CUDA_EXT=1 / --cuda_ext
+    "amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
+    "scaled_upper_triang_masked_softmax_cuda", "generic_scaled_masked_softmax_cuda",
+    "scaled_masked_softmax_cuda", "scaled_softmax_cuda", "fused_rotary_positional_embedding",
+    "fused_weight_gradient_mlp_cuda",
+)
+CONTRIB_EXTENSIONS = (  # one APEX_* flag each; also CUDA code
+    "fused_adam_cuda", "fused_lamb_cuda", "fast_layer_norm", "xentropy_cuda", "focal_loss_cuda", "bnp",
+    "transducer_joint_cuda", "transducer_loss_cuda", "cudnn_gbn_lib", "peer_memory_cuda", "nccl_p2p_cuda",
+    "fast_bottleneck", "fused_conv_bias_relu", "distributed_adam_cuda", "distributed_lamb_cuda",
+    "permutation_search_cuda", "fused_index_mul_2d", "group_norm_cuda", "group_norm_v2_cuda",
+    "_apex_nccl_allocator", "_apex_gpu_direct_storage",
+    "fmhalib", "fast_multihead_attn", "nccl_allocator",  # contrib modules of 2024-era apex
+)
+ALL_EXTENSIONS = CPP_EXTENSIONS + CUDA_EXTENSIONS + CONTRIB_EXTENSIONS
+NORM_EXTENSION = "fused_layer_norm_cuda"  # what apex.normalization needs
+
+# What a package directory named apex holds: NVIDIA's layout, or the Pyramid toolkit's
+# (GPU-FACTS §5 "PyPI apex is unrelated": apex/{lib,ext,scaffolds,...}, forms.py, no normalization).
+PACKAGE_MARKERS = (
+    "normalization/fused_layer_norm.py", "optimizers", "multi_tensor_apply",
+    "lib/libapex.py", "forms.py", "views.py", "scaffolds",
+)
+NVIDIA_MARKERS = ("normalization/fused_layer_norm.py", "optimizers", "multi_tensor_apply")
+IMPOSTOR_MARKERS = ("lib/libapex.py", "forms.py", "views.py", "scaffolds")
+IMPOSTOR_FILES = ("apex/lib/libapex.py", "apex/forms.py", "apex/views.py", "apex/scaffolds/__init__.py")
+NVIDIA_FILES = ("apex/normalization/fused_layer_norm.py", "apex/optimizers/fused_adam.py")
+# The Pyramid toolkit's requirements: its import dies on the first one missing.
+IMPOSTOR_MODULES = ("pyramid_mailer", "pyramid", "velruse", "cryptacular", "zope", "wtforms", "wtforms_recaptcha")
+_IMPOSTOR_IMPORT_RE = re.compile(r"No module named '(%s)[\w.]*'" % "|".join(IMPOSTOR_MODULES))
+
+# transformers' modeling files that hold the `T5LayerNorm = FusedRMSNorm` block (GPU-FACTS §5 table).
+TRANSFORMERS_MODELS = (
+    ("t5", "models/t5/modeling_t5.py"),
+    ("longt5", "models/longt5/modeling_longt5.py"),
+    ("pix2struct", "models/pix2struct/modeling_pix2struct.py"),
+    ("pop2piano", "models/pop2piano/modeling_pop2piano.py"),
+)
+_SWAP_RE = re.compile(r"from\s+apex\.normalization\s+import\s+FusedRMSNorm")
+SWAP_FIRST = (4, 17, 0)  # first transformers with the swap
+SWAP_REMOVED = (5, 8, 0)  # first transformers without it
+
+FLOATS = ("float32", "float16", "bfloat16")
+HIDDEN = 64
+RMS_EPS = 1e-6  # T5's layer_norm_epsilon
+LN_EPS = 1e-5
+# A fused norm writes its output in the input dtype: a correct kernel stays within
+# that dtype's rounding (fp16 ~1e-3, bf16 ~8e-3 of the largest value).
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+
+_DTYPE_MISMATCH_RE = re.compile(r"expected scalar type (\w+) but found (\w+)")
+
+
+# ---------------------------------------------------------------- probe (runs in the worker)
+
+
+def _error(exc: BaseException) -> Dict[str, Any]:
+    info: Dict[str, Any] = {"ok": False, "error": error_text(exc), "error_type": type(exc).__name__}
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not (f.filename.startswith("<") or "importlib" in f.filename or f.filename == __file__)]
+    if frames:  # where it was raised, outside the import machinery and this probe
+        info["where"] = "%s:%s" % (frames[-1].filename, frames[-1].lineno)
+        info["frames"] = [f.filename for f in frames][-8:]
+    return info
+
+
+def _metadata() -> Any:
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python 3.7
+        return None
+    return metadata
+
+
+def _dist_version(name: str) -> Optional[str]:
+    metadata = _metadata()
+    if metadata is None:
+        return None
+    try:
+        return metadata.version(name)
+    except Exception:  # noqa: BLE001 - PackageNotFoundError or a broken record
+        return None
+
+
+def _distribution() -> Optional[Dict[str, Any]]:
+    """The installed distribution called apex, as its metadata describes it."""
+    metadata = _metadata()
+    if metadata is None:
+        return None
+    try:
+        dist = metadata.distribution("apex")
+    except metadata.PackageNotFoundError:
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+    meta = dist.metadata
+    try:
+        files = [str(f).replace("\\", "/") for f in (dist.files or ())]
+    except Exception:  # noqa: BLE001 - an unreadable RECORD
+        files = []
+    compiled = sorted({f for f in files if "/" not in f and f.split(".")[0] in ALL_EXTENSIONS})
+    try:
+        location: Optional[str] = str(dist.locate_file(""))
+    except Exception:  # noqa: BLE001
+        location = None
+    return {
+        "name": meta.get("Name"),
+        "version": dist.version,
+        "summary": meta.get("Summary"),
+        "author": meta.get("Author"),
+        "home_page": meta.get("Home-page"),
+        "requires": list(dist.requires or ())[:12],
+        "location": location,
+        "file_count": len(files),
+        "impostor_files": [f for f in IMPOSTOR_FILES if f in files],
+        "nvidia_files": [f for f in NVIDIA_FILES if f in files],
+        "compiled_files": compiled,
+    }
+
+
+def _package() -> Dict[str, Any]:
+    """Where `import apex` would load from, and what that directory holds (nothing imported)."""
+    try:
+        spec = importlib.util.find_spec("apex")
+    except Exception as exc:  # noqa: BLE001 - e.g. a broken finder
+        return {"found": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+    if spec is None:
+        return {"found": False}
+    locations = [str(p) for p in (spec.submodule_search_locations or ())]
+    origin = spec.origin if spec.origin not in (None, "namespace") else None
+    contents = {}
+    for marker in PACKAGE_MARKERS:
+        contents[marker] = any(os.path.exists(os.path.join(loc, *marker.split("/"))) for loc in locations)
+    return {"found": True, "origin": origin, "locations": locations, "namespace": origin is None, "contents": contents}
+
+
+def _extensions() -> List[Dict[str, Any]]:
+    """apex's compiled modules that find_spec can see, before any of them is imported."""
+    suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    found: List[Dict[str, Any]] = []
+    for name in ALL_EXTENSIONS:
+        try:
+            spec = importlib.util.find_spec(name)
+        except Exception as exc:  # noqa: BLE001
+            found.append({"name": name, "origin": None, "compiled": False, "find_error": "%s: %s" % (type(exc).__name__, exc)})
+            continue
+        if spec is None or not spec.origin or spec.origin == "namespace":
+            continue
+        kind = "cpp" if name in CPP_EXTENSIONS else ("cuda" if name in CUDA_EXTENSIONS else "contrib")
+        found.append({"name": name, "origin": spec.origin, "compiled": spec.origin.endswith(suffixes), "kind": kind})
+    return found
+
+
+def _import(name: str, attrs: Sequence[str] = ()) -> Dict[str, Any]:
+    try:
+        module = importlib.import_module(name)
+        missing = [a for a in attrs if not hasattr(module, a)]
+        if missing:
+            raise ImportError("cannot import name %r from %r (%s)" % (missing[0], name, getattr(module, "__file__", None)))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from a module body too: the failure is the fact
+        return _error(exc)
+    return {"ok": True, "file": getattr(module, "__file__", None)}
+
+
+def _transformers() -> Dict[str, Any]:
+    """Does the installed transformers swap T5's norm for apex FusedRMSNorm? Read from its
+    source text, without importing transformers (seconds, and it may import apex)."""
+    info: Dict[str, Any] = {"version": _dist_version("transformers")}
+    try:
+        spec = importlib.util.find_spec("transformers")
+    except Exception as exc:  # noqa: BLE001
+        info["error"] = "%s: %s" % (type(exc).__name__, exc)
+        return info
+    if spec is None or not spec.submodule_search_locations:
+        info["found"] = False
+        return info
+    info["found"] = True
+    root = next(iter(spec.submodule_search_locations))
+    info["location"] = root
+    models: Dict[str, Any] = {}
+    for model, rel in TRANSFORMERS_MODELS:
+        path = os.path.join(root, *rel.split("/"))
+        if not os.path.isfile(path):
+            models[model] = {"file": None}
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+        except OSError as exc:
+            models[model] = {"file": path, "error": str(exc)}
+            continue
+        match = _SWAP_RE.search(text)
+        entry: Dict[str, Any] = {"file": path, "swap": match is not None}
+        if match is not None:
+            entry["line"] = text.count("\n", 0, match.start()) + 1
+        models[model] = entry
+    info["models"] = models
+    return info
+
+
+def _mix(a: str, b: str) -> str:
+    return "input %s × weight %s" % (_label(a), _label(b))
+
+
+def _fused_forward(torch: Any, cls: Any, device: str, x: Any, w: Any, b: Any, in_dt: str, w_dt: str, eps: float) -> Any:
+    def run() -> Any:
+        module = cls(HIDDEN, eps=eps)
+        with torch.no_grad():
+            module.weight.copy_(w)
+            if b is not None:
+                module.bias.copy_(b)
+        module = module.to(device=device, dtype=getattr(torch, w_dt))
+        with torch.no_grad():
+            return module(x.to(device=device, dtype=getattr(torch, in_dt)))
+
+    return run
+
+
+def _reference(torch: Any, F: Any, x: Any, w: Any, b: Any, in_dt: str, w_dt: str, eps: float) -> Any:
+    def ref() -> Any:  # the rounded inputs, in fp32 on the CPU
+        xr = x.to(getattr(torch, in_dt)).float()
+        wr = w.to(getattr(torch, w_dt)).float()
+        if b is not None:
+            return F.layer_norm(xr, (HIDDEN,), wr, b.to(getattr(torch, w_dt)).float(), eps)
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(xr, (HIDDEN,), wr, eps)
+        return xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + eps) * wr
+
+    return ref
+
+
+def _fused_ops(torch: Any, norm: Any, devices: List[str]) -> List[Dict[str, Any]]:
+    import torch.nn.functional as F
+
+    gen = seeded_generator(torch, 60)
+    x = randn(torch, gen, 4, HIDDEN)
+    w = 1.0 + 0.1 * randn(torch, gen, HIDDEN)
+    b = 0.1 * randn(torch, gen, HIDDEN)
+    ops: List[Dict[str, Any]] = []
+    for device in devices:
+        for op, bias, eps in (("FusedRMSNorm", None, RMS_EPS), ("FusedLayerNorm", b, LN_EPS)):
+            cls = getattr(norm, op, None)
+            if cls is None:
+                continue
+            for in_dt in FLOATS:
+                for w_dt in FLOATS:
+                    ops.append(run_op(
+                        torch, op, device, in_dt,
+                        _fused_forward(torch, cls, device, x, w, bias, in_dt, w_dt, eps),
+                        _reference(torch, F, x, w, bias, in_dt, w_dt, eps),
+                        weight_dtype=w_dt, mix=_mix(in_dt, w_dt),
+                    ))
+    return ops
+
+
+def _cuda_devices(torch: Any, ctx: ProbeContext) -> List[Dict[str, Any]]:
+    devices = []
+    for dev in ctx.select_devices(torch):
+        if not dev.startswith("cuda"):
+            continue
+        info: Dict[str, Any] = {"id": dev}
+        try:
+            major, minor = torch.cuda.get_device_capability(dev)
+            info["capability"] = "%d.%d" % (int(major), int(minor))
+            info["name"] = torch.cuda.get_device_name(dev)
+        except Exception as exc:  # noqa: BLE001
+            info["error"] = error_text(exc)
+        devices.append(info)
+    return devices
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    facts: Dict[str, Any] = {
+        "python": sys.executable,
+        "pip": _dist_version("pip"),
+        "torch": getattr(torch, "__version__", None) if torch is not None else None,
+        "torch_cuda": getattr(getattr(torch, "version", None), "cuda", None) if torch is not None else None,
+        "distribution": _distribution(),
+        "package": _package(),
+        "extensions": _extensions(),  # found before anything below imports them
+        "transformers": _transformers(),
+        "devices": [],
+        "ops": [],
+    }
+    package = facts["package"]
+    if not package.get("found"):
+        facts["import"] = {"ok": False, "skipped": "no module named apex"}
+        return facts
+    nvidia_shaped = any(package.get("contents", {}).get(m) for m in NVIDIA_MARKERS)
+    if torch is None and nvidia_shaped:
+        # NVIDIA apex imports torch at once; the worker already failed to import it.
+        facts["import"] = {"ok": False, "skipped": "torch does not import"}
+        return facts
+    facts["import"] = _import("apex")
+    if torch is None:
+        return facts  # the impostor (or something else) was imported for its error; no torch, no ops
+    for ext in facts["extensions"]:
+        if ext.get("compiled"):
+            ext["import"] = _import(ext["name"])
+    # exactly what transformers tries before it swaps T5LayerNorm for FusedRMSNorm
+    facts["normalization_import"] = _import("apex.normalization", ("FusedRMSNorm",))
+    if not facts["normalization_import"].get("ok"):
+        facts["fused_ops"] = "apex.normalization does not import"
+        return facts
+    norm = importlib.import_module("apex.normalization")
+    # Building the layers is what transformers does when it builds T5: some apex versions
+    # import fused_layer_norm_cuda right in __init__ (no forward, so fine on CPU).
+    facts["construct"] = {}
+    for op in ("FusedRMSNorm", "FusedLayerNorm"):
+        try:
+            getattr(norm, op)(8)
+            facts["construct"][op] = {"ok": True}
+        except Exception as exc:  # noqa: BLE001
+            facts["construct"][op] = _error(exc)
+    facts["devices"] = _cuda_devices(torch, ctx)
+    usable = [d["id"] for d in facts["devices"] if "error" not in d]
+    if not usable:
+        facts["fused_ops"] = "no CUDA device"
+        return facts
+    facts["fused_ops"] = "run"
+    facts["ops"] = _fused_ops(torch, norm, usable)
+    return facts
+
+
+# ---------------------------------------------------------------- rules (pure, in the parent)
+
+
+def _label(name: str) -> str:
+    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(name, name)
+
+
+def _vtuple(version: Optional[str]) -> Tuple[int, ...]:
+    parts: List[int] = []
+    for piece in re.split(r"[.+-]", version or ""):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
+
+
+def _extension_errors(facts: Dict[str, Any]) -> List[Tuple[str, str]]:
+    out = []
+    for ext in facts.get("extensions") or ():
+        imp = ext.get("import") or {}
+        if imp and not imp.get("ok"):
+            out.append((ext["name"], imp.get("error") or imp.get("error_type") or "import failed"))
+    return out
+
+
+def _compiled(facts: Dict[str, Any], kinds: Sequence[str] = ("cpp", "cuda", "contrib")) -> List[str]:
+    return [e["name"] for e in facts.get("extensions") or () if e.get("compiled") and e.get("kind") in kinds]
+
+
+def classify(facts: Dict[str, Any]) -> Tuple[str, List[str], List[str]]:
+    """("absent" | "impostor" | "nvidia" | "unknown", impostor evidence, NVIDIA evidence)."""
+    dist = facts.get("distribution") or {}
+    package = facts.get("package") or {}
+    contents = package.get("contents") or {}
+    imp = facts.get("import") or {}
+    impostor: List[str] = []
+    nvidia: List[str] = []
+    version = dist.get("version")
+    summary = dist.get("summary") or ""
+    if version and version != NVIDIA_VERSION and _vtuple(version)[:2] == (0, 9):
+        impostor.append("distribution apex %s (NVIDIA apex reports version %s)" % (version, NVIDIA_VERSION))
+    if re.search(r"pyramid|velruse|recaptcha", summary, re.IGNORECASE):
+        impostor.append("summary: %r" % summary)
+    if dist.get("impostor_files"):
+        impostor.append("its files include %s (the Pyramid toolkit)" % ", ".join(dist["impostor_files"]))
+    found = [m for m in IMPOSTOR_MARKERS if contents.get(m)]
+    if found and not dist.get("impostor_files"):
+        impostor.append("%s holds %s (the Pyramid toolkit)" % (", ".join(package.get("locations") or ()), ", ".join(found)))
+    if _IMPOSTOR_IMPORT_RE.search(imp.get("error") or ""):
+        impostor.append("import apex: %s: %s" % (imp.get("error_type"), imp.get("error")))
+    if version == NVIDIA_VERSION:
+        nvidia.append("distribution apex %s" % version)
+    if summary == NVIDIA_SUMMARY:
+        nvidia.append("summary: %r" % summary)
+    present = [m for m in NVIDIA_MARKERS if contents.get(m)]
+    if present:
+        nvidia.append("apex/%s present" % ", apex/".join(present))
+    if impostor:
+        return "impostor", impostor, nvidia
+    if nvidia:
+        return "nvidia", impostor, nvidia
+    if dist or package.get("found"):
+        return "unknown", impostor, nvidia
+    return "absent", impostor, nvidia
+
+
+def t5_routing(facts: Dict[str, Any]) -> Dict[str, Any]:
+    """Which transformers models swap in apex FusedRMSNorm, and whether they will here."""
+    tf = facts.get("transformers") or {}
+    version = tf.get("version")
+    models = tf.get("models") or {}
+    read = {m: e for m, e in models.items() if isinstance(e, dict) and "swap" in e}
+    if read:
+        swapping = [m for m, e in read.items() if e.get("swap")]
+        source = "source"
+    elif version:  # no readable source: GPU-FACTS §5 table
+        v = _vtuple(version)
+        swapping = []
+        if SWAP_FIRST <= v < SWAP_REMOVED:
+            swapping.append("t5")
+            if v >= (4, 30):
+                swapping += ["longt5", "pix2struct"]
+            if v >= (4, 45):
+                swapping.append("pop2piano")
+        source = "version"
+    else:
+        return {"transformers": None, "models": [], "routed": False, "source": None}
+    norm = facts.get("normalization_import") or {}
+    return {
+        "transformers": version,
+        "models": swapping,
+        "routed": bool(swapping) and bool(norm.get("ok")),
+        "source": source,
+        "file": (read.get("t5") or {}).get("file"),
+        "line": (read.get("t5") or {}).get("line"),
+    }
+
+
+def _routing_line(route: Dict[str, Any]) -> str:
+    where = " (%s line %s)" % (route["file"], route["line"]) if route.get("file") and route.get("line") else ""
+    return ("transformers %s replaces the layer norms of %s with apex FusedRMSNorm because "
+            "`from apex.normalization import FusedRMSNorm` imports here%s; 5.8.0 removed that swap"
+            % (route.get("transformers"), ", ".join(route.get("models") or ()), where))
+
+
+UPGRADE_STORY = ("`pip install --upgrade apex` only seemed to fix seed 002: it replaced NVIDIA apex with the unrelated "
+                 "PyPI package named apex, whose import fails, so transformers fell back to its own T5LayerNorm")
+
+
+def _uninstall_remedy(facts: Dict[str, Any], why: str) -> Remedy:
+    dist = facts.get("distribution") or {}
+    if dist and not dist.get("error"):
+        return Remedy(why, kind="pip", commands=(_pip(facts, "uninstall", "-y", "apex"),), id="apex-uninstall",
+                      action={"uninstall": ["apex"]})
+    where = ", ".join((facts.get("package") or {}).get("locations") or ()) or "the apex folder on sys.path"
+    return Remedy("%s: no pip record owns it, so delete %s by hand" % (why, where), id="apex-remove-folder")
+
+
+def build_remedies(facts: Dict[str, Any], why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
+    """NVIDIA apex from a source checkout, against the installed torch (GPU-FACTS §5 "Install")."""
+    cuda = facts.get("torch_cuda")
+    torch_version = facts.get("torch")
+    if torch_version is None:
+        needs = "install a CUDA build of torch first: apex is compiled against the torch it finds"
+    elif not cuda:
+        # measured: apex 6424da3 setup.py on torch 2.13.0+cpu dies in get_cuda_bare_metal_version(CUDA_HOME=None)
+        # even for a Python-only build, since torch leaves CUDA_HOME unset when it is not a CUDA build
+        needs = ("but this torch (%s) is CPU-only: apex's setup.py cannot build against it at all (it needs CUDA_HOME, "
+                 "which a CPU torch leaves unset); install a CUDA build of torch and an nvcc of the same CUDA version first"
+                 % torch_version)
+    else:
+        needs = "needs nvcc %s (= torch.version.cuda of torch %s; setup.py refuses another version)" % (cuda, torch_version)
+    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % _pip(facts, "install", "-v", "--no-build-isolation", ".")
+    steps: Tuple[str, ...] = (_pip(facts, "uninstall", "-y", "apex"),) if uninstall_first else ()
+    steps += ("git clone %s" % NVIDIA_REPO, "cd apex", env_form)
+    pip_version = _vtuple(facts.get("pip"))
+    flags: Tuple[str, ...]
+    if not pip_version or pip_version >= (23, 1):
+        flags = ("--config-settings", '"--build-option=--cpp_ext"', "--config-settings", '"--build-option=--cuda_ext"')
+        flag_note = "pip %s >= 23.1" % (facts.get("pip") or "?")
+    else:
+        flags = ('--global-option="--cpp_ext"', '--global-option="--cuda_ext"')
+        flag_note = "pip %s < 23.1" % facts.get("pip")
+    flag_form = _pip(facts, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation", *flags, "./")
+    return (
+        Remedy("%s: build NVIDIA apex from its source with the C++ and CUDA extensions, into this interpreter "
+               "(NVIDIA apex is not on PyPI: the index's `apex` is the web toolkit); %s" % (why, needs),
+               kind="manual", commands=steps, id="apex-build-from-source",
+               action={"build_from_source": {"repo": NVIDIA_REPO, "env": {"APEX_CPP_EXT": "1", "APEX_CUDA_EXT": "1"},
+                                             "uninstall_first": uninstall_first}}),
+        Remedy("The same build with command-line flags (%s), from inside the apex checkout" % flag_note,
+               kind="manual", commands=(flag_form,), id="apex-build-from-source-flags"),
+    )
+
+
+def _rebuild_or_remove(facts: Dict[str, Any], why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
+    return (*build_remedies(facts, why_build, uninstall_first=True), _uninstall_remedy(facts, why_uninstall))
+
+
+def _impostor(facts: Dict[str, Any], evidence: List[str], nvidia: List[str]) -> Finding:
+    dist = facts.get("distribution") or {}
+    package = facts.get("package") or {}
+    imp = facts.get("import") or {}
+    lines = list(evidence)
+    if imp.get("error") and not any(line.startswith("import apex") for line in lines):
+        lines.append("import apex: %s: %s" % (imp.get("error_type"), imp["error"]))
+    if not (package.get("contents") or {}).get("normalization/fused_layer_norm.py"):
+        lines.append("no apex.normalization in %s" % ", ".join(package.get("locations") or ["(no apex package)"]))
+    compiled = _compiled(facts)
+    if compiled:
+        lines.append("left over from an NVIDIA apex build: %s" % ", ".join(compiled))
+    else:
+        lines.append("none of NVIDIA apex's compiled modules (%s, amp_C, apex_C, ...) can be found" % NORM_EXTENSION)
+    if nvidia:
+        lines.append("also NVIDIA apex traces: %s" % "; ".join(nvidia))
+    route = t5_routing(facts)
+    if route.get("models"):
+        lines.append("transformers %s tries `from apex.normalization import FusedRMSNorm` for %s; it fails here, so they fall "
+                     "back to their own T5LayerNorm (%s)" % (route["transformers"], ", ".join(route["models"]), UPGRADE_STORY))
+    return Finding(
+        ID, "apex-impostor", Severity.ERROR,
+        "the installed `apex` %s is the unrelated PyPI web toolkit (%s), not NVIDIA apex"
+        % (dist.get("version") or "", dist.get("summary") or "Pyramid toolkit"),
+        tuple(lines),
+        (_uninstall_remedy(facts, "Uninstall it: nothing in a PyTorch stack uses the Pyramid toolkit"),
+         *build_remedies(facts, "Only if your code needs NVIDIA apex (most do not: transformers falls back without it)")),
+        {"package": "apex", "version": dist.get("version"), "location": dist.get("location") or package.get("origin")},
+    )
+
+
+def _extension_failure(error: str, ext_errors: Sequence[Tuple[str, str]]) -> bool:
+    """Is this op error just a compiled module that is missing or does not load (reported on its own)?"""
+    if any(error == e for _, e in ext_errors) or "undefined symbol" in error:
+        return True
+    return bool(re.search(r"No module named '?%s'?" % NORM_EXTENSION, error))
+
+
+def _norm_failures(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
+    ext_errors = _extension_errors(facts)
+    return [o for o in facts.get("ops") or () if not o.get("ok") and not _extension_failure(o.get("error") or "", ext_errors)]
+
+
+def _construct_lines(facts: Dict[str, Any], errors: Optional[Sequence[str]] = None) -> List[str]:
+    """How building FusedRMSNorm(8) / FusedLayerNorm(8) failed (what building a T5 does first)."""
+    lines = []
+    for op, info in sorted((facts.get("construct") or {}).items()):
+        if not info.get("ok") and (errors is None or info.get("error") in errors):
+            lines.append("%s(8) raises %s: %s%s" % (op, info.get("error_type"), info.get("error"),
+                                                  " (at %s)" % info["where"] if info.get("where") else ""))
+    return lines
+
+
+def _ops_failing_with(facts: Dict[str, Any], errors: Sequence[str]) -> Optional[str]:
+    """One evidence line: how many fused-norm runs failed with one of these errors."""
+    hit = [o for o in facts.get("ops") or () if not o.get("ok") and (o.get("error") or "") in errors]
+    if not hit:
+        return None
+    return "%d of %d fused-norm runs on %s fail with it" % (len(hit), len(facts.get("ops") or ()),
+                                                        ", ".join(sorted({o["device"] for o in hit})))
+
+
+def _wrong(o: Dict[str, Any]) -> bool:
+    err = o.get("max_rel_err")
+    if err is None:
+        return False
+    return isinstance(err, str) or float(err) > TOLERANCE.get(o.get("dtype") or "", 5e-2)
+
+
+def _op_line(o: Dict[str, Any]) -> str:
+    return "%s %s %s: %s" % (o.get("device"), o.get("op"), _mix(o.get("dtype") or "?", o.get("weight_dtype") or "?"), o.get("error"))
+
+
+def _device_name(facts: Dict[str, Any], device: str) -> str:
+    for d in facts.get("devices") or ():
+        if d.get("id") == device and d.get("name"):
+            return "%s (%s, sm_%s)" % (device, d["name"], (d.get("capability") or "").replace(".", ""))
+    return device
+
+
+def _fused_findings(facts: Dict[str, Any], route: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    failed = _norm_failures(facts)
+    if failed:
+        same = [o for o in failed if o.get("dtype") == o.get("weight_dtype")]
+        mixed = [o for o in failed if o.get("dtype") != o.get("weight_dtype")]
+        mismatched = [o for o in mixed if _DTYPE_MISMATCH_RE.search(o.get("error") or "")]
+        mismatch_only = not same and len(mismatched) == len(mixed)
+        severity = Severity.ERROR if (same or route.get("routed") or not mismatch_only) else Severity.WARNING
+        per_device: Dict[str, List[str]] = {}
+        for dev in sorted({o["device"] for o in failed}):
+            for op in ("FusedRMSNorm", "FusedLayerNorm"):
+                n = sum(1 for o in failed if o["device"] == dev and o["op"] == op)
+                total = sum(1 for o in facts.get("ops") or () if o["device"] == dev and o["op"] == op)
+                if n:
+                    per_device.setdefault(dev, []).append("%s in %d of %d" % (op, n, total))
+        title = "apex fused norms fail: " + "; ".join(
+            "on %s %s input/weight dtype pairs" % (_device_name(facts, dev), ", ".join(parts)) for dev, parts in per_device.items())
+        evidence = [_op_line(o) for o in failed]
+        if mismatch_only:
+            evidence.append("only pairs whose input and weight dtypes differ fail: FusedRMSNorm/FusedLayerNorm write the output "
+                            "in the input's dtype and read the weight as that dtype (apex csrc/layer_norm_cuda.cpp)")
+        if route.get("routed"):
+            evidence.append(_routing_line(route))
+            if mismatched:
+                evidence.append("T5 loaded in fp16/bf16 keeps its `wo` projections in fp32 (_keep_in_fp32_modules), so fp32 hidden "
+                                "states meet half-precision norm weights: seed 002's `expected scalar type Float but found Half`")
+            evidence.append(UPGRADE_STORY + "; it is not a fix: never install apex from PyPI")
+        remedies: List[Remedy] = []
+        if route.get("routed"):
+            remedies.append(_uninstall_remedy(facts, "Uninstall apex: transformers then builds T5 with its own T5LayerNorm, "
+                                                     "which handles mixed dtypes"))
+        if not mismatch_only:
+            remedies.extend(build_remedies(facts, "Rebuild apex against this torch", uninstall_first=True))
+        if mismatched:
+            remedies.append(Remedy("Give each fused norm an input of its weight's dtype: load the model in one dtype (e.g. bf16 "
+                                   "throughout), or run it under torch.autocast, where apex casts input and weight alike",
+                                   id="apex-norm-same-dtype"))
+        if route.get("routed"):
+            remedies.append(Remedy("Or upgrade transformers to 5.8.0 or later, which no longer swaps in apex FusedRMSNorm "
+                                   "(a major upgrade from 4.x)", kind="pip",
+                                   commands=(_pip(facts, "install", "transformers>=5.8.0"),), id="transformers-upgrade",
+                                   action={"install": ["transformers>=5.8.0"]}))
+        if not route.get("routed"):
+            remedies.append(_uninstall_remedy(facts, "Or uninstall apex if nothing here needs it"))
+        findings.append(Finding(
+            ID, "apex-fused-norm-fails", severity, title, tuple(evidence), tuple(remedies),
+            {"package": "apex", "devices": sorted({o["device"] for o in failed}),
+             "combinations": [{"op": o["op"], "device": o["device"], "dtype": o["dtype"], "weight_dtype": o.get("weight_dtype")}
+                              for o in failed]},
+        ))
+    wrong = [o for o in facts.get("ops") or () if o.get("ok") and _wrong(o)]
+    if wrong:
+        findings.append(Finding(
+            ID, "apex-fused-norm-wrong-results", Severity.ERROR,
+            "apex fused norms run but compute wrong values on %s" % ", ".join(sorted({o["device"] for o in wrong})),
+            tuple("%s %s %s: max relative error %s vs the fp32 torch reference"
+                  % (o["device"], o["op"], _mix(o["dtype"], o.get("weight_dtype") or "?"), o["max_rel_err"]) for o in wrong),
+            _rebuild_or_remove(facts, "Rebuild apex for this GPU and torch", "Or uninstall apex (transformers falls back to its own norms)"),
+            {"package": "apex", "devices": sorted({o["device"] for o in wrong})},
+        ))
+    return findings
+
+
+def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
+    findings: List[Finding] = []
+    dist = facts.get("distribution") or {}
+    imp = facts.get("import") or {}
+    norm = facts.get("normalization_import") or {}
+    route = t5_routing(facts)
+    subject = {"package": "apex", "version": dist.get("version")}
+    if imp.get("skipped"):
+        return findings  # torch does not import: torch-install says why
+    ext_errors = _extension_errors(facts)
+    abi = [(n, e) for n, e in ext_errors if "undefined symbol" in e]
+    for label, info in (("import apex", imp), ("import apex.normalization", norm)):
+        if info and not info.get("ok") and "undefined symbol" in (info.get("error") or "") and not any(e == info["error"] for _, e in abi):
+            abi.append((label, info["error"]))
+    if abi:
+        evidence = ["%s: %s" % (n, e) for n, e in abi]
+        evidence.append("these modules were compiled against another torch than the installed %s (C++ symbols differ between "
+                        "torch releases)" % facts.get("torch"))
+        evidence.extend(_construct_lines(facts, [e for _, e in abi]))
+        ops_line = _ops_failing_with(facts, [e for _, e in abi])
+        if ops_line:
+            evidence.append(ops_line)
+        if route.get("routed"):
+            evidence.append(_routing_line(route))
+        findings.append(Finding(
+            ID, "apex-extension-abi", Severity.ERROR,
+            "apex's compiled extensions were built for another torch: %s fail to load" % ", ".join(n for n, _ in abi),
+            tuple(evidence),
+            _rebuild_or_remove(facts, "Rebuild apex from source against the installed torch %s" % facts.get("torch"),
+                               "Or uninstall apex if nothing here needs it (transformers falls back to its own norms)"),
+            dict(subject, modules=[n for n, _ in abi]),
+        ))
+    other = [(n, e) for n, e in ext_errors if "undefined symbol" not in e]
+    if other:
+        findings.append(Finding(
+            ID, "apex-extension-broken", Severity.ERROR,
+            "apex's compiled extensions fail to load: %s" % ", ".join(n for n, _ in other),
+            tuple(["%s: %s" % (n, e) for n, e in other] + _construct_lines(facts, [e for _, e in other])
+                  + [line for line in [_ops_failing_with(facts, [e for _, e in other])] if line]),
+            _rebuild_or_remove(facts, "Rebuild apex from source in this environment", "Or uninstall apex if nothing here needs it"),
+            dict(subject, modules=[n for n, _ in other]),
+        ))
+    if not imp.get("ok") or not norm.get("ok"):
+        failed = imp if not imp.get("ok") else norm
+        if "undefined symbol" not in (failed.get("error") or ""):
+            silent = failed.get("error_type") in ("ImportError", "ModuleNotFoundError")
+            fallback = ("transformers falls back to T5LayerNorm silently" if silent
+                        else "transformers logs \"discovered apex but it failed to load, falling back to T5LayerNorm\"")
+            findings.append(Finding(
+                ID, "apex-import-fails", Severity.WARNING,
+                "NVIDIA apex is installed but `%s` fails"
+                % ("import apex" if failed is imp else "from apex.normalization import FusedRMSNorm"),
+                ("%s: %s" % (failed.get("error_type"), failed.get("error")), "at %s" % failed.get("where"), fallback),
+                _rebuild_or_remove(facts, "Rebuild apex from source against this torch", "Or uninstall apex if nothing here needs it"),
+                subject,
+            ))
+        return findings
+    cuda_found = _compiled(facts, ("cuda",))
+    no_ext = NORM_EXTENSION not in cuda_found and not any(n == NORM_EXTENSION for n, _ in ext_errors)
+    if no_ext:
+        routed = route.get("routed")
+        gpu = bool(facts.get("devices"))
+        evidence = []
+        if not cuda_found:
+            evidence.append("no CUDA extension of apex can be found (%s, amp_C, ... : importlib.util.find_spec returns None): "
+                            "a Python-only build" % NORM_EXTENSION)
+        else:
+            evidence.append("%s is missing (found: %s)" % (NORM_EXTENSION, ", ".join(cuda_found)))
+        evidence.extend(_construct_lines(facts))
+        missing_ops = [o for o in facts.get("ops") or () if not o.get("ok") and NORM_EXTENSION in (o.get("error") or "")]
+        if missing_ops:
+            evidence.append("%d fused-norm runs on %s fail: %s"
+                            % (len(missing_ops), ", ".join(sorted({o["device"] for o in missing_ops})), missing_ops[0].get("error")))
+        else:
+            evidence.append("apex.normalization imports, and its layers fail when built or at their first CUDA forward")
+        if routed:
+            evidence.append(_routing_line(route))
+        uninstall = _uninstall_remedy(facts, "Uninstall apex: transformers then uses its own T5LayerNorm")
+        if facts.get("torch_cuda"):
+            remedies = (*build_remedies(facts, "Rebuild apex with its CUDA extensions", uninstall_first=True), uninstall)
+        else:  # a CPU torch: nothing to build the extensions against
+            remedies = (uninstall,)
+        findings.append(Finding(
+            ID, "apex-no-cuda-extensions", Severity.ERROR if (routed or gpu) else Severity.WARNING,
+            "apex was built without %s: its fused layers fail%s" % (
+                "its CUDA extensions" if not cuda_found else NORM_EXTENSION,
+                " and transformers still routes %s through them" % ", ".join(route["models"]) if routed else ""),
+            tuple(evidence), remedies, dict(subject, missing=[NORM_EXTENSION] if cuda_found else list(CUDA_EXTENSIONS)),
+        ))
+    findings.extend(_fused_findings(facts, route))
+    if facts.get("fused_ops") == "no CUDA device":
+        findings.append(Finding(
+            ID, "apex-no-cuda-device", Severity.INFO, "no CUDA device: apex's fused norms were not run",
+            ("torch %s sees no CUDA device; on CPU inputs apex FusedRMSNorm/FusedLayerNorm fall back to plain PyTorch, so "
+             "running them there would prove nothing" % facts.get("torch"),),
+            (), subject,
+        ))
+    if route.get("routed") and not any(f.severity is Severity.ERROR for f in findings):
+        findings.append(Finding(
+            ID, "apex-t5-fused-rmsnorm", Severity.INFO,
+            "transformers %s builds T5-family layer norms from apex FusedRMSNorm" % route["transformers"],
+            (_routing_line(route),), (), dict(subject, models=route["models"]),
+        ))
+    return findings
+
+
+def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+    kind, impostor, nvidia = classify(facts)
+    if kind == "absent":
+        return []
+    if kind == "impostor":
+        return [_impostor(facts, impostor, nvidia)]
+    if kind == "unknown":
+        dist = facts.get("distribution") or {}
+        package = facts.get("package") or {}
+        evidence = [
+            "distribution: %s" % ("apex %s, %r" % (dist.get("version"), dist.get("summary")) if dist else "none"),
+            "package: %s" % (", ".join(package.get("locations") or ()) or "none importable"),
+        ]
+        if (facts.get("import") or {}).get("error"):
+            evidence.append("import apex: %s" % facts["import"]["error"])
+        return [Finding(
+            ID, "apex-unrecognized", Severity.WARNING,
+            "an `apex` is installed that is neither NVIDIA apex nor the known PyPI toolkit",
+            tuple(evidence),
+            (_uninstall_remedy(facts, "Uninstall it if nothing here needs it"),
+             *build_remedies(facts, "If you need NVIDIA apex", uninstall_first=True)),
+            {"package": "apex", "version": dist.get("version")},
+        )]
+    return _nvidia(facts)
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    kind, _, _ = classify(facts)
+    dist = facts.get("distribution") or {}
+    if kind == "absent":
+        return "apex not installed"
+    if kind == "impostor":
+        return "impostor: PyPI `apex` %s (Pyramid web toolkit), not NVIDIA apex" % (dist.get("version") or "")
+    if kind == "unknown":
+        return "unrecognised apex %s" % (dist.get("version") or "")
+    parts = ["NVIDIA apex %s" % (dist.get("version") or "(source tree)")]
+    imp = facts.get("import") or {}
+    if imp.get("skipped"):
+        return "%s · not imported: %s" % (parts[0], imp["skipped"])
+    compiled = _compiled(facts)
+    broken = _extension_errors(facts)
+    if not _compiled(facts, ("cuda",)):
+        parts.append("no CUDA extensions (Python-only build)")
+    else:
+        parts.append("%d compiled extensions%s" % (len(compiled), ", %d fail to load" % len(broken) if broken else ""))
+    if not imp.get("ok") or not (facts.get("normalization_import") or {}).get("ok"):
+        parts.append("apex.normalization does not import")
+    ops = facts.get("ops") or []
+    if ops:
+        per: Dict[Tuple[str, str], List[bool]] = {}
+        for o in ops:
+            per.setdefault((o["device"], o["op"]), []).append(bool(o.get("ok")) and not _wrong(o))
+        parts.append(", ".join("%s %d/%d on %s" % (op, sum(v), len(v), dev) for (dev, op), v in per.items()))
+    elif facts.get("fused_ops"):
+        parts.append(facts["fused_ops"])
+    route = t5_routing(facts)
+    if route.get("routed"):
+        parts.append("T5 → FusedRMSNorm (transformers %s)" % route["transformers"])
+    return " · ".join(parts)
+
+
+SIGNATURES = (
+    Signature("apex-fused-norm-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              frames=(r"apex/normalization/fused_layer_norm\.py",), frames_required=True,
+              cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's (seed 002: T5 via "
+                    "transformers' FusedRMSNorm swap), or an apex built for another torch"),
+    Signature("apex-no-cuda-extensions", r"No module named '?fused_layer_norm_cuda'?",
+              frames=(r"apex/normalization/fused_layer_norm\.py",),
+              cause="apex was built without its CUDA extensions (Python-only build)"),
+    Signature("apex-no-cuda-extensions", r"No module named '?amp_C'?", frames=(r"apex/",),
+              cause="apex was built without its CUDA extensions: the multi-tensor optimizers need amp_C"),
+    Signature("apex-no-cuda-extensions", r"No module named '?(apex_C|syncbn|mlp_cuda|fused_dense_cuda|scaled_\w*softmax_cuda)'?",
+              frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions"),
+    Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex"),
+    Signature("apex-impostor", r"No module named '?(pyramid|zope|wtforms|wtforms_recaptcha)(\.[\w.]+)?'", frames=(r"apex/",),
+              frames_required=True,
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex"),
+    Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
+              cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install"),
+    Signature("apex-extension-abi", r"(apex_C|amp_C|syncbn|fused_dense_cuda|\w+_cuda)\.\S*\.so: undefined symbol",
+              cause="an apex extension compiled against another torch"),
+    Signature("apex-extension-abi", r"undefined symbol", frames=(r"(^|/)apex/",), frames_required=True,
+              cause="an apex extension compiled against another torch"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="NVIDIA apex",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    requires_torch=False,
+    timeout_s=120,  # first CUDA context + apex import + 18 fused ops per GPU
+    order=60,
+    signatures=SIGNATURES,
+)
