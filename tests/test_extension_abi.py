@@ -1,0 +1,503 @@
+"""extension-abi: compiled extensions (torchvision, torchaudio, xformers, flash-attn,
+bitsandbytes, triton, NVIDIA apex) imported for real against the installed torch.
+
+- Rules on snapshots recorded here from real broken stacks (torchvision 0.28.0 CUDA
+  build beside the CPU torch 2.13.0; torchvision 0.27.0 + torchaudio 2.11.0 + xformers
+  0.0.33.post2 + bitsandbytes 0.50.2; xformers 0.0.35) and on hand-written GPU
+  snapshots (tests/fixtures/handwritten/extension-abi-*.json, each says what it mimics).
+- The probe's import recorder, in process, on small modules that print, warn and fail.
+- End to end (slow): one throwaway venv with torch==2.13.0 whose companions are swapped
+  by the tests, checked with `envdoctor check --json --only extension-abi --python VENV`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+from conftest import FIXTURES, ROOT, check_of, codes, facts_of, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+
+from envdoctor.model import Finding, Severity
+from envdoctor.registry import load_checks
+
+CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["extension-abi"]
+MODULE = sys.modules["envdoctor.checks.extension_abi"]
+ID = "extension-abi"
+NMS = "operator torchvision::nms does not exist"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+TV028 = load_fixture("torchvision-0.28.0-on-cpu-torch-2.13.0.json")
+OLD = load_fixture("old-companions-on-cpu-torch-2.13.0.json")
+XF035 = load_fixture("xformers-0.0.35-on-cpu-torch-2.13.0.json")
+CPU = load_fixture("cpu-extension-abi.json")
+
+
+def handwritten(name: str) -> Dict[str, Any]:
+    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
+    assert data["source"].startswith("hand-written: ")
+    return data["facts"]
+
+
+FLASH = handwritten("extension-abi-flash-attn-cxx11abi-false-on-torch-2.7.0-cu128.json")
+XF_T4 = handwritten("extension-abi-xformers-0.0.27.post2-on-torch-2.3.1-cu121-t4.json")
+TV_CU118 = handwritten("extension-abi-torchvision-cu118-on-torch-2.1.0-cu121.json")
+APEX = handwritten("extension-abi-apex-built-for-torch-2.4-on-torch-2.5.1-cu124.json")
+ALL_FACTS = [facts_of(r, ID) for r in (TV028, OLD, XF035, CPU)] + [FLASH, XF_T4, TV_CU118, APEX]
+
+
+def of(findings: List[Finding], code: str, package: str) -> Finding:
+    found = [f for f in findings if f.code == code and f.subject.get("package") == package]
+    assert len(found) == 1, [(f.code, f.subject) for f in findings]
+    return found[0]
+
+
+def commands(finding: Finding) -> List[str]:
+    return [c for r in finding.remedies for c in r.commands]
+
+
+# ---------------------------------------------------------------- no extensions
+
+
+def test_no_compiled_extensions_means_no_findings() -> None:
+    facts = facts_of(CPU, ID)
+    assert facts["extensions"] == [] and facts["ops"] == []
+    assert facts["torch"]["version"] == "2.13.0+cpu"
+    assert CHECK.diagnose(facts) == []
+    assert CHECK.summarize(facts) == "no compiled extensions installed"
+    assert check_of(CPU, ID)["status"] == "ok"
+
+
+# ---------------------------------------------------------------- recorded: torchvision 0.28.0 (CUDA build) on CPU torch 2.13.0
+
+
+def test_torchvision_cuda_build_on_cpu_torch_is_an_import_error() -> None:
+    facts = facts_of(TV028, ID)
+    (ext,) = facts["extensions"]
+    assert (ext["name"], ext["version"], ext["build_version"]) == ("torchvision", "0.28.0", "0.28.0+cu130")
+    (op,) = facts["ops"]
+    assert (op["op"], op["ok"], op["error_type"], op["error"]) == ("import torchvision", False, "RuntimeError", NMS)
+    assert op["import_s"] >= 0
+    # the loader's own reason, which torchvision hides behind "Could not load this library"
+    assert op["dlopen"][0]["error"].startswith("libc10_cuda.so: cannot open shared object file")
+
+    findings = CHECK.diagnose(facts)
+    assert codes(findings) == ["import-fails"]  # 0.28.0 IS the pair of torch 2.13.0: no version-mismatch
+    error = findings[0]
+    assert error.severity is Severity.ERROR
+    assert error.subject["package"] == "torchvision" and error.subject["module"] == "torchvision"
+    assert error.title == "torchvision 0.28.0 does not import: RuntimeError: " + NMS
+    assert error.evidence[0] == "import torchvision: RuntimeError: " + NMS
+    assert "likely cause: it is a CUDA 13.0 build (+cu130) but torch 2.13.0+cpu is CPU-only" in error.evidence
+    python = facts["python"]
+    assert commands(error) == ["%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (python, CPU_INDEX)]
+    assert error.remedies[0].action == {"install": ["torchvision==0.28.0+cpu", "torch==2.13.0+cpu"], "index_url": CPU_INDEX}
+    assert CHECK.summarize(facts) == "torch 2.13.0+cpu · torchvision 0.28.0 import fails"
+
+
+def test_recorded_report_matches_the_rules_of_today() -> None:
+    for report in (TV028, OLD, XF035, CPU):
+        check = check_of(report, ID)
+        assert [f.to_dict() for f in CHECK.diagnose(check["facts"])] == check["findings"]
+        assert CHECK.summarize(check["facts"]) == check["summary"]
+
+
+# ---------------------------------------------------------------- recorded: companions built for older torch releases
+
+
+def test_torchvision_paired_with_torch_2_12_names_the_release_for_2_13() -> None:
+    findings = CHECK.diagnose(facts_of(OLD, ID))
+    mismatch = of(findings, "version-mismatch", "torchvision")
+    assert mismatch.severity is Severity.WARNING
+    assert mismatch.subject["expected_torch"] == "==2.12.0" and mismatch.subject["paired"] == "0.28.0"
+    assert mismatch.title.endswith("the paired release is torchvision==0.28.0")
+    assert "torchvision 0.27.0 requires torch==2.12.0 (its Requires-Dist); installed torch is 2.13.0+cpu" in mismatch.evidence
+    assert any("torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url " + CPU_INDEX in c for c in commands(mismatch))
+    # and what really happens at import: the same missing operator
+    error = of(findings, "import-fails", "torchvision")
+    assert error.evidence[0] == "import torchvision: RuntimeError: " + NMS
+
+
+def test_torchaudio_failure_keeps_the_loader_cause() -> None:
+    findings = CHECK.diagnose(facts_of(OLD, ID))
+    error = of(findings, "import-fails", "torchaudio")
+    assert error.subject["error_type"] == "OSError"
+    assert error.title.startswith("torchaudio 2.11.0 does not import: OSError: Could not load this library: ")
+    assert "  caused by OSError: libc10_cuda.so: cannot open shared object file: No such file or directory" in error.evidence
+    # no torchaudio exists for torch 2.13: no invented pin, pip chooses under the torch pin
+    assert any(c.endswith("install --upgrade torchaudio torch==2.13.0+cpu --index-url " + CPU_INDEX) for c in commands(error))
+    assert "version-mismatch" not in [f.code for f in findings if f.subject["package"] == "torchaudio"]
+
+
+def test_xformers_built_for_torch_2_9_1() -> None:
+    facts = facts_of(OLD, ID)
+    ext = next(e for e in facts["extensions"] if e["name"] == "xformers")
+    assert ext["built_for"] == {"torch": "2.9.1+cu128", "cuda": 1208, "hip": None, "python": "3.10.19"}
+    first, ops = [o for o in facts["ops"] if o["package"] == "xformers"]
+    assert first["ok"] and "xFormers can't load C++/CUDA extensions. xFormers was built for:" in first["log"][0]
+    assert first["extension_error"][-1] == "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
+    assert (ops["module"], ops["ok"], ops["error_type"]) == ("xformers.ops", False, "ImportError")
+
+    findings = CHECK.diagnose(facts)
+    error = of(findings, "import-fails", "xformers")
+    assert error.subject["module"] == "xformers.ops"
+    assert "likely cause: it is a CUDA 12.8 build (+cu128) but torch 2.13.0+cpu is CPU-only" in error.evidence
+    mismatch = of(findings, "version-mismatch", "xformers")
+    assert mismatch.subject["paired"] == "0.0.35"
+    assert "xformers' C++ library was built for PyTorch 2.9.1+cu128 with CUDA 1208, Python 3.10.19" in mismatch.evidence
+    # xformers has no CPU build: the way out on a CPU-only torch is to uninstall it, not another release
+    assert commands(error) == ["%s -m pip uninstall -y xformers" % facts["python"]]
+
+
+def test_working_extension_has_no_finding() -> None:
+    facts = facts_of(OLD, ID)
+    bnb = [o for o in facts["ops"] if o["package"] == "bitsandbytes"]
+    assert [o["ok"] for o in bnb] == [True]
+    assert not [f for f in CHECK.diagnose(facts) if f.subject["package"] == "bitsandbytes"]
+    assert "bitsandbytes 0.50.2 imports" in CHECK.summarize(facts)
+
+
+def test_xformers_whose_cpp_library_does_not_load_is_a_warning() -> None:
+    facts = facts_of(XF035, ID)
+    assert [o["ok"] for o in facts["ops"]] == [True, True]  # xformers and xformers.ops import...
+    (finding,) = CHECK.diagnose(facts)  # ...but the kernels are not there
+    assert (finding.code, finding.severity) == ("extension-not-loaded", Severity.WARNING)
+    assert "xformers C++ library: OSError: libcudart.so.12: cannot open shared object file: No such file or directory" in finding.evidence
+
+
+# ---------------------------------------------------------------- hand-written GPU snapshots
+
+
+def test_flash_attn_old_abi_wheel_on_torch_2_7() -> None:
+    (error,) = CHECK.diagnose(FLASH)
+    assert (error.code, error.severity, error.subject["package"]) == ("import-fails", Severity.ERROR, "flash-attn")
+    assert "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs" in error.title
+    assert "likely cause: it was built with the old C++ ABI (cxx11abiFALSE) but this torch uses the C++11 ABI" in error.evidence
+    cmds = commands(error)
+    assert "/usr/bin/python3 -m pip install --no-build-isolation --no-cache-dir flash-attn==2.7.4.post1 torch==2.7.0+cu128" in cmds
+    wheel = [c for c in cmds if "releases/download" in c]
+    assert wheel and wheel[0].endswith("/v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.7cxx11abiTRUE-cp310-cp310-linux_x86_64.whl")
+
+
+def test_flash_attn_new_abi_wheel_on_old_abi_torch() -> None:
+    facts = copy.deepcopy(FLASH)
+    facts["torch"].update(version="2.4.0+cu121", dist_version="2.4.0+cu121", cuda="12.1", cxx11_abi=False)
+    facts["ops"][0]["error"] = facts["ops"][0]["error"].replace(
+        "_ZN3c105ErrorC2ENS_14SourceLocationESs", "_ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE")
+    (error,) = CHECK.diagnose(facts)
+    assert "likely cause: it was built with the C++11 ABI (cxx11abiTRUE) but this torch uses the old ABI" in error.evidence
+    assert any(c.endswith("flash_attn-2.7.4.post1+cu12torch2.4cxx11abiFALSE-cp310-cp310-linux_x86_64.whl") for c in commands(error))
+
+
+def test_xformers_built_for_another_torch_on_a_t4() -> None:
+    findings = CHECK.diagnose(XF_T4)
+    assert sorted((f.code, f.severity.value) for f in findings) == [("extension-not-loaded", "warning"), ("version-mismatch", "warning")]
+    mismatch = of(findings, "version-mismatch", "xformers")
+    assert mismatch.title == ("xformers 0.0.27.post2 is built for torch==2.4.0, not for the installed torch 2.3.1+cu121; "
+                              "the paired release is xformers==0.0.27")
+    assert commands(mismatch) == ["/usr/bin/python3 -m pip install xformers==0.0.27 torch==2.3.1+cu121 "
+                                  "--index-url https://download.pytorch.org/whl/cu121"]
+    # torchvision 0.18.1+cu121 is torch 2.3.1's pair and imports: nothing to say
+    assert not [f for f in findings if f.subject["package"] == "torchvision"]
+
+
+def test_torchvision_other_cuda_major_on_cuda_torch() -> None:
+    (error,) = CHECK.diagnose(TV_CU118)  # the release is right (0.16.0 <-> 2.1.0) and triton is torch's pin
+    assert error.code == "import-fails" and error.subject["package"] == "torchvision"
+    assert "likely cause: it is a CUDA 11.8 build (+cu118) but torch 2.1.0+cu121 is CUDA 12.1" in error.evidence
+    assert commands(error) == ["/usr/bin/python3 -m pip install torchvision==0.16.0+cu121 torch==2.1.0+cu121 "
+                               "--index-url https://download.pytorch.org/whl/cu121"]
+
+
+def test_variant_mismatch_without_symptom_is_its_own_warning() -> None:
+    facts = copy.deepcopy(TV_CU118)
+    op = next(o for o in facts["ops"] if o["package"] == "torchvision")
+    op.update(ok=True, error=None, error_type=None, version="0.16.0+cu118")
+    (finding,) = CHECK.diagnose(facts)
+    assert (finding.code, finding.severity) == ("cuda-variant-mismatch", Severity.WARNING)
+    assert finding.title == "torchvision 0.16.0+cu118 is a CUDA 11.8 build but torch 2.1.0+cu121 is CUDA 12.1"
+    # same CUDA major: minor-version compatibility, no finding
+    facts["torch"].update(version="2.1.0+cu118", dist_version="2.1.0+cu118", cuda="11.8")
+    facts["extensions"][1]["build_version"] = "0.16.0+cu117"
+    assert CHECK.diagnose(facts) == []
+
+
+def test_triton_other_than_torchs_pin() -> None:
+    facts = copy.deepcopy(TV_CU118)
+    facts["ops"] = [o for o in facts["ops"] if o["package"] == "triton"]
+    facts["extensions"] = [e for e in facts["extensions"] if e["name"] == "triton"]
+    assert CHECK.diagnose(facts) == []
+    facts["extensions"][0]["version"] = "2.0.0"
+    (finding,) = CHECK.diagnose(facts)
+    assert finding.code == "version-mismatch"
+    assert finding.title == "triton 2.0.0 is not the release torch 2.1.0+cu121 requires (triton==2.1.0); the paired release is triton==2.1.0"
+    assert commands(finding) == ["/usr/bin/python3 -m pip install triton==2.1.0 torch==2.1.0+cu121"]
+
+
+def test_apex_compiled_modules_are_recorded_but_judged_by_the_apex_check() -> None:
+    """One broken module, one finding: the `apex` check reports apex's ABI (tests/test_apex.py)."""
+    assert CHECK.diagnose(APEX) == []
+    failed = [o for o in APEX["ops"] if o["package"] == "apex" and not o["ok"]]
+    assert {o["module"] for o in failed} >= {"amp_C", "fused_layer_norm_cuda"}
+    assert all("undefined symbol" in o["error"] for o in failed)
+
+
+def test_missing_python_dependency_is_named() -> None:
+    facts = copy.deepcopy(facts_of(OLD, ID))
+    op = next(o for o in facts["ops"] if o["package"] == "bitsandbytes")
+    # measured in the same venv before packaging was installed
+    op.update(ok=False, error="No module named 'packaging'", error_type="ModuleNotFoundError", causes=[], frames=[])
+    error = of(CHECK.diagnose(facts), "import-fails", "bitsandbytes")
+    assert error.title == "bitsandbytes 0.50.2 does not import: its dependency packaging is missing"
+    assert commands(error) == ["%s -m pip install bitsandbytes==0.50.2 torch==2.13.0+cpu" % facts["python"]]
+
+
+# ---------------------------------------------------------------- properties over every snapshot
+
+
+@pytest.mark.parametrize("facts", ALL_FACTS, ids=lambda f: "%s:%s" % (f["torch"]["version"], ",".join(e["name"] for e in f["extensions"])))
+def test_every_install_command_keeps_torch_pinned(facts: Dict[str, Any]) -> None:
+    torch_pin = "torch==%s" % (facts["torch"]["dist_version"] or facts["torch"]["version"])
+    for finding in CHECK.diagnose(facts):
+        assert finding.check == ID and finding.evidence
+        for command in commands(finding):
+            if " -m pip install " in command and "--no-deps" not in command:
+                assert torch_pin in command.split(), command
+
+
+def test_tables_agree_with_each_other() -> None:
+    # every torchvision pair pins the torch it is paired with (GPU-FACTS.md §3a)
+    for torch_release, tv in MODULE.TORCHVISION_FOR_TORCH.items():
+        expected, _ = MODULE._expected_torch({"name": "torchvision", "version": tv, "requires_torch": []})
+        assert MODULE._satisfies(torch_release, expected), (torch_release, tv, expected)
+    for xf, torch_release in MODULE.XFORMERS_TORCH_PIN.items():
+        paired = MODULE._paired_version({"torch": {"version": torch_release}}, {"name": "xformers"})
+        assert MODULE.XFORMERS_TORCH_PIN[paired] == torch_release, (xf, paired)
+    assert MODULE._paired_version({"torch": {"version": "2.13.0+cpu"}}, {"name": "torchvision"}) == "0.28.0"
+    assert MODULE._paired_version({"torch": {"version": "2.14.1"}}, {"name": "torchvision"}) == "0.29.1"
+    assert MODULE._paired_version({"torch": {"version": "2.12.0"}}, {"name": "torchaudio"}) is None
+    assert MODULE._paired_version({"torch": {"version": "2.1.2"}}, {"name": "bitsandbytes"}) == "0.45.5"
+
+
+@pytest.mark.parametrize(("version", "spec", "expected"), [
+    ("2.13.0+cpu", "==2.13.0", True), ("2.13.0", "==2.12.0", False), ("2.13.0", ">=2.4,<3", True),
+    ("3.0.0", ">=2.4,<3", False), ("2.10.1", "==2.10.*", True), ("2.4.0a0+f70bd71a48.nv24.06", ">=2.4", True),
+    ("0.0.28.post3", "==0.0.28.post2", False), ("2.3.1", "~=2.3.0", True), ("2.4.0", "~=2.3.0", False), ("x", "==1", None),
+])
+def test_specifier(version: str, spec: str, expected: Any) -> None:
+    assert MODULE._satisfies(version, spec) is expected
+
+
+def test_signatures_match_the_real_messages() -> None:
+    texts = {
+        "torchvision": "RuntimeError: " + NMS,
+        "flash": FLASH["ops"][0]["error"],
+        "xformers": next(o for o in facts_of(OLD, ID)["ops"] if o["module"] == "xformers")["log"][0],
+        "cuda": TV_CU118["ops"][1]["error"],
+        "apex": APEX["ops"][1]["error"],
+        "windows": "ImportError: DLL load failed while importing flash_attn_2_cuda: The specified procedure could not be found.",
+    }
+    matched = {key: sorted({s.code for s in CHECK.signatures if re.search(s.message, text)}) for key, text in texts.items()}
+    assert matched == {"torchvision": ["import-fails"], "flash": ["import-fails"], "xformers": ["extension-not-loaded"],
+                       "cuda": ["cuda-variant-mismatch"], "apex": ["import-fails"], "windows": ["import-fails"]}
+    assert not any(re.search(s.message, "expected scalar type Float but found Half") for s in CHECK.signatures)
+
+
+# ---------------------------------------------------------------- the import recorder, in process
+
+
+@pytest.fixture()
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    (tmp_path / "edx_noisy.py").write_text(textwrap.dedent("""
+        import logging, os, sys, warnings
+        os.write(2, b"C-level line on fd 2\\n")
+        print("a print on stdout")
+        sys.stderr.write("python-level stderr\\n")
+        warnings.warn("deprecated thing", DeprecationWarning)
+        logging.getLogger("edx").warning("WARNING[EDX]: built for another torch")
+        __version__ = "1.2.3"
+    """))
+    (tmp_path / "edx_broken.py").write_text(textwrap.dedent("""
+        try:
+            raise OSError("libc10_cuda.so: cannot open shared object file: No such file or directory")
+        except OSError as exc:
+            raise ImportError("Could not load this library: %s") from exc
+    """ % (tmp_path / "fake_C.so")))
+    (tmp_path / "fake_C.so").write_text("not an ELF file, only text\n" * 20)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for name in ("edx_noisy", "edx_broken"):
+        sys.modules.pop(name, None)
+
+
+def test_import_records_prints_warnings_and_logs(modules: Path, capfd: pytest.CaptureFixture) -> None:
+    fact = MODULE._import("edx", "edx_noisy")
+    assert (fact["op"], fact["ok"], fact["version"]) == ("import edx_noisy", True, "1.2.3")
+    assert "C-level line on fd 2" in fact["stderr"]
+    assert "a print on stdout" in fact["stderr"] and "python-level stderr" in fact["stderr"]
+    assert fact["warnings"] == ["DeprecationWarning: deprecated thing"]
+    assert fact["log"] == ["edx: WARNING[EDX]: built for another torch"]
+    # the file descriptors are back: later output is not swallowed
+    os.write(2, b"after the probe\n")
+    assert "after the probe" in capfd.readouterr().err
+
+
+def test_import_failure_records_type_causes_frames_and_loader_error(modules: Path) -> None:
+    fact = MODULE._import("edx", "edx_broken")
+    assert fact["ok"] is False and fact["error_type"] == "ImportError"
+    assert fact["error"] == "Could not load this library: %s" % (modules / "fake_C.so")
+    assert fact["causes"] == ["OSError: libc10_cuda.so: cannot open shared object file: No such file or directory"]
+    assert fact["frames"][-1].endswith("edx_broken.py:5 in <module>")
+    # the named library is loaded once more to get the dynamic loader's own words
+    (dl,) = fact["dlopen"]
+    assert dl["path"] == str(modules / "fake_C.so") and dl["ok"] is False and "invalid ELF header" in dl["error"]
+
+
+def test_environment_variable_is_set_only_during_the_import(modules: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EDX_FLAG", raising=False)
+    (modules / "edx_env.py").write_text("import os\nSEEN = os.environ.get('EDX_FLAG')\n")
+    try:
+        assert MODULE._import("edx", "edx_env", {"EDX_FLAG": "1"})["ok"]
+        assert sys.modules["edx_env"].SEEN == "1"
+        assert "EDX_FLAG" not in os.environ
+    finally:
+        sys.modules.pop("edx_env", None)
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_end_to_end_on_this_machine() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    installed = []
+    for dist in ("torchvision", "torchaudio", "xformers", "flash-attn", "bitsandbytes", "triton", "apex"):
+        try:
+            installed.append((dist, version(dist)))
+        except PackageNotFoundError:
+            pass
+    if installed:
+        pytest.skip("this environment has compiled companions: %s" % installed)
+    check = check_of(run_json("--only", ID), ID)
+    assert check["status"] == "ok" and check["findings"] == []
+    assert check["summary"] == "no compiled extensions installed"
+    assert check["facts"]["torch"]["version"].startswith("2.")
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One venv with the CPU torch 2.13.0, shared by the slow tests; each installs the companions it needs."""
+    python = make_venv(tmp_path_factory.mktemp("abi") / "v")
+    pip_install(python, "torch==2.13.0")
+    return python
+
+
+def swap(python: Path, *wanted: str) -> None:
+    """Leave exactly these companions installed beside torch (with --no-deps: torch must not move)."""
+    present = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], capture_output=True, text=True, check=True)
+    names = {p["name"].lower() for p in json.loads(present.stdout)}
+    stale = [n for n in ("torchvision", "torchaudio", "xformers", "bitsandbytes", "apex")
+             if n in names and not any(w == n or w.startswith(n + "==") for w in wanted)]
+    if stale:
+        subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", *stale], check=True, capture_output=True)
+    if wanted:
+        pip_install(python, "--no-deps", *wanted)
+
+
+def check_venv(python: Path) -> Dict[str, Any]:
+    proc = run_envdoctor("check", "--json", "--only", ID, "--python", str(python))
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads(proc.stdout)
+    report["exit_code"] = proc.returncode
+    return report
+
+
+@pytest.mark.slow
+def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
+    swap(venv, "torchvision==0.28.0")
+    report = check_venv(venv)
+    assert report["exit_code"] == 1
+    check = check_of(report, ID)
+    assert check["status"] == "error"
+    (finding,) = check["findings"]
+    assert (finding["code"], finding["severity"]) == ("import-fails", "error")
+    assert finding["subject"]["package"] == "torchvision" and finding["subject"]["error_type"] == "RuntimeError"
+    assert finding["evidence"][0] == "import torchvision: RuntimeError: " + NMS
+    torch = check["facts"]["torch"]
+    assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None
+    assert [(e["name"], e["version"]) for e in check["facts"]["extensions"]] == [("torchvision", "0.28.0")]
+    assert finding["remedies"][0]["commands"] == [
+        "%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (check["facts"]["python"], CPU_INDEX)]
+    # the recorded snapshot shows the same thing
+    recorded = check_of(TV028, ID)["findings"][0]
+    assert (recorded["code"], recorded["title"]) == (finding["code"], finding["title"])
+
+
+@pytest.mark.slow
+def test_real_torchvision_0_27_0_is_paired_with_torch_2_12(venv: Path) -> None:
+    swap(venv, "torchvision==0.27.0")
+    check = check_of(check_venv(venv), ID)
+    findings = {f["code"]: f for f in check["findings"]}
+    assert sorted(findings) == ["import-fails", "version-mismatch"]
+    mismatch = findings["version-mismatch"]
+    assert mismatch["severity"] == "warning"
+    assert mismatch["subject"] == {"package": "torchvision", "version": "0.27.0", "torch": "2.13.0+cpu",
+                                   "expected_torch": "==2.12.0", "paired": "0.28.0"}
+    assert any("torchvision==0.28.0+cpu torch==2.13.0+cpu" in c for r in mismatch["remedies"] for c in r["commands"])
+    # what really happens at import with 0.27.0: the same missing operator
+    assert findings["import-fails"]["evidence"][0] == "import torchvision: RuntimeError: " + NMS
+
+
+@pytest.mark.slow
+def test_real_xformers_built_for_torch_2_9_1(venv: Path) -> None:
+    swap(venv, "xformers==0.0.33.post2")
+    try:
+        check = check_of(check_venv(venv), ID)
+    finally:
+        swap(venv)
+    xformers, ops = check["facts"]["ops"]
+    assert xformers["ok"] and any("xFormers was built for:\n    PyTorch 2.9.1+cu128 with CUDA 1208 (you have 2.13.0+cpu)" in t
+                                  for t in xformers["log"])
+    assert not ops["ok"] and ops["module"] == "xformers.ops"
+    findings = {f["code"]: f for f in check["findings"]}
+    assert sorted(findings) == ["import-fails", "version-mismatch"]
+    assert findings["version-mismatch"]["subject"]["paired"] == "0.0.35"
+    assert findings["import-fails"]["subject"]["module"] == "xformers.ops"
+    assert 0 <= xformers["import_s"] < 60
+
+
+@pytest.mark.slow
+def test_real_pypi_apex_impostor_is_left_to_the_apex_check(venv: Path) -> None:
+    swap(venv, "apex")  # --no-deps: the web toolkit 0.9.10.dev0 (FACTS.md "apex")
+    try:
+        check = check_of(check_venv(venv), ID)
+    finally:
+        swap(venv)
+    assert check["findings"] == [] and check["facts"]["ops"] == []  # nothing of it was imported
+    (skipped,) = check["facts"]["skipped"]
+    assert skipped["name"] == "apex" and skipped["version"].startswith("0.9.")
+    assert check["summary"] == "no compiled extensions installed"
+
+
+def test_a_crash_inside_an_import_still_reaches_the_real_stderr(tmp_path: Path) -> None:
+    """While fds 1/2 go to the capture file, faulthandler must still write to the runner's stderr."""
+    (tmp_path / "edx_segv.py").write_text("import ctypes, os\nos.write(2, b'before the crash\\n')\nctypes.string_at(0)\n")
+    script = textwrap.dedent("""
+        import faulthandler, sys
+        faulthandler.enable()
+        sys.path.insert(0, %r)
+        from envdoctor.registry import load_checks
+        load_checks(plugins=False)
+        sys.modules["envdoctor.checks.extension_abi"]._import("edx", "edx_segv")
+    """ % str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
+    assert proc.returncode != 0
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert "edx_segv.py" in proc.stderr
