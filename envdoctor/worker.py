@@ -89,13 +89,14 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            import torch  # the one place torch is imported
+            import torch as imported  # the one place torch is imported
         except BaseException as exc:  # noqa: BLE001 - any failure is a fact
             info["error"] = _exception_text(exc)
             info["error_type"] = type(exc).__name__
             info["traceback"] = traceback.format_exc(limit=8)[-4000:]
             torch = None
         else:
+            torch = imported
             info["ok"] = True
             info["version"] = getattr(torch, "__version__", None)
             info["file"] = getattr(torch, "__file__", None)
