@@ -12,10 +12,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 MASK = "***"
 
-_SECRET_NAME = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH|COOKIE|SESSION)",
-    re.IGNORECASE,
+# Whole components of a variable's name (HF_TOKEN, AWS_SECRET_ACCESS_KEY, DB_PASS),
+# never substrings: NOX_CURRENT_SESSION or GIT_AUTHOR_NAME are not secrets.
+_SECRET_PARTS = frozenset(
+    ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS",
+     "KEY", "APIKEY", "AUTH", "COOKIE")
 )
+_SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "APIKEY")  # HFTOKEN, GITHUBTOKEN
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/\s:@]+(?::[^/\s@]*)?)@")
 _TOKEN_SHAPES = re.compile(
     r"\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
@@ -25,7 +28,8 @@ _MIN_SECRET_LEN = 4  # shorter values ("1", "no") would mask innocent text
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_NAME.search(name))
+    upper = name.upper()
+    return any(part in _SECRET_PARTS for part in re.split(r"[_.-]", upper)) or upper.endswith(_SECRET_SUFFIXES)
 
 
 def secret_values(environ: Optional[Mapping[str, str]] = None) -> List[str]:

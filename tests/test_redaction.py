@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from conftest import PLUGINS, run_envdoctor
 
-from envdoctor.redact import MASK, Redactor, environment_variables
+from envdoctor.redact import MASK, Redactor, environment_variables, is_secret_name
 
 SECRET = "hf_" + "Q" * 34
 
@@ -17,6 +18,25 @@ def test_redactor_masks_env_values_urls_and_token_shapes() -> None:
     assert r.text("https://bob:pa55@host/x") == "https://%s@host/x" % MASK
     assert r.text("token ghp_" + "a" * 30) == "token " + MASK
     assert r.data({"k": ["x s3cr3t-value"]}) == {"k": ["x " + MASK]}
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("HF_TOKEN", True), ("HUGGING_FACE_HUB_TOKEN", True), ("AWS_SECRET_ACCESS_KEY", True), ("WANDB_API_KEY", True),
+        ("DB_PASS", True), ("GITHUBTOKEN", True), ("http_auth", True),
+        # caught by CI: nox's NOX_CURRENT_SESSION=tests masked every "tests" in paths
+        ("NOX_CURRENT_SESSION", False), ("GIT_AUTHOR_NAME", False), ("PWD", False), ("KEYBOARD_LAYOUT", False),
+        ("CUDA_VISIBLE_DEVICES", False), ("PASSENGER", False),
+    ],
+)
+def test_secret_names_are_whole_components(name: str, secret: bool) -> None:
+    assert is_secret_name(name) is secret
+
+
+def test_innocent_variables_do_not_mask_text() -> None:
+    r = Redactor.from_environ({"NOX_CURRENT_SESSION": "tests", "HF_TOKEN": "hf_abcdefghijk"})
+    assert r.text("/repo/.nox/tests/bin/python hf_abcdefghijk") == "/repo/.nox/tests/bin/python ***"
 
 
 def test_environment_variables_hide_secret_names() -> None:
