@@ -32,6 +32,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.commands import pip_for as _pip
+from envdoctor.cuda_tables import TORCHAUDIO_FOR_TORCH, TORCHVISION_FOR_TORCH
 from envdoctor.distributions import installed as _dist_version
 from envdoctor.microops import error_text
 from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, op_fact
@@ -43,46 +44,9 @@ FLASH_ATTN_RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/dow
 
 # ---------------------------------------------------------------- data tables
 #
-# torchvision / torchaudio: the `Requires-Dist: torch==...` pin of each PyPI wheel
-# (GPU-FACTS.md §3a "torchvision"/"torchaudio" columns and §4 "torchvision /
-# torchaudio"); 0.27.0/0.27.1/0.29.2 re-read here from their PyPI metadata.
-# torch release -> the companion release built for it.
-TORCHVISION_FOR_TORCH: Dict[str, str] = {
-    "1.13.0": "0.14.0", "1.13.1": "0.14.1",
-    "2.0.0": "0.15.1", "2.0.1": "0.15.2",
-    "2.1.0": "0.16.0", "2.1.1": "0.16.1", "2.1.2": "0.16.2",
-    "2.2.0": "0.17.0", "2.2.1": "0.17.1", "2.2.2": "0.17.2",
-    "2.3.0": "0.18.0", "2.3.1": "0.18.1",
-    "2.4.0": "0.19.0", "2.4.1": "0.19.1",
-    "2.5.0": "0.20.0", "2.5.1": "0.20.1",
-    "2.6.0": "0.21.0",
-    "2.7.0": "0.22.0", "2.7.1": "0.22.1",
-    "2.8.0": "0.23.0",
-    "2.9.0": "0.24.0", "2.9.1": "0.24.1",
-    "2.10.0": "0.25.0",
-    "2.11.0": "0.26.0",
-    "2.12.0": "0.27.0", "2.12.1": "0.27.1",
-    "2.13.0": "0.28.0",
-    "2.14.0": "0.29.0", "2.14.1": "0.29.1",  # 0.29.1 pins torch>=2.14.0
-}
 # torchvision releases whose pin is a range rather than the exact torch release.
 TORCHVISION_RANGE_PINS: Dict[str, str] = {"0.29.1": ">=2.14.0", "0.29.2": ">=2.14.0"}
 
-TORCHAUDIO_FOR_TORCH: Dict[str, str] = {
-    "1.13.0": "0.13.0", "1.13.1": "0.13.1",
-    "2.0.0": "2.0.1", "2.0.1": "2.0.2",
-    "2.1.0": "2.1.0", "2.1.1": "2.1.1", "2.1.2": "2.1.2",
-    "2.2.0": "2.2.0", "2.2.1": "2.2.1", "2.2.2": "2.2.2",
-    "2.3.0": "2.3.0", "2.3.1": "2.3.1",
-    "2.4.0": "2.4.0", "2.4.1": "2.4.1",
-    "2.5.0": "2.5.0", "2.5.1": "2.5.1",
-    "2.6.0": "2.6.0",
-    "2.7.0": "2.7.0", "2.7.1": "2.7.1",
-    "2.8.0": "2.8.0",
-    "2.9.0": "2.9.0", "2.9.1": "2.9.1",
-    "2.10.0": "2.10.0",
-    "2.11.0": "2.11.0",  # declares no torch requirement at all (§4)
-}
 # No torchaudio release exists for torch >= 2.12 (PyPI stops at 2.11.0, §3a).
 TORCHAUDIO_UNPINNED = ("2.11.0",)
 

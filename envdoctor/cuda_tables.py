@@ -138,6 +138,45 @@ TAG_CUDA: Dict[str, Cuda] = {
 }
 
 
+# torchvision / torchaudio: the `Requires-Dist: torch==...` pin of each PyPI wheel
+# (GPU-FACTS.md §3a "torchvision"/"torchaudio" columns and §4 "torchvision /
+# torchaudio"); 0.27.0/0.27.1/0.29.2 re-read here from their PyPI metadata.
+# torch release -> the companion release built for it.
+TORCHVISION_FOR_TORCH: Dict[str, str] = {
+    "1.13.0": "0.14.0", "1.13.1": "0.14.1",
+    "2.0.0": "0.15.1", "2.0.1": "0.15.2",
+    "2.1.0": "0.16.0", "2.1.1": "0.16.1", "2.1.2": "0.16.2",
+    "2.2.0": "0.17.0", "2.2.1": "0.17.1", "2.2.2": "0.17.2",
+    "2.3.0": "0.18.0", "2.3.1": "0.18.1",
+    "2.4.0": "0.19.0", "2.4.1": "0.19.1",
+    "2.5.0": "0.20.0", "2.5.1": "0.20.1",
+    "2.6.0": "0.21.0",
+    "2.7.0": "0.22.0", "2.7.1": "0.22.1",
+    "2.8.0": "0.23.0",
+    "2.9.0": "0.24.0", "2.9.1": "0.24.1",
+    "2.10.0": "0.25.0",
+    "2.11.0": "0.26.0",
+    "2.12.0": "0.27.0", "2.12.1": "0.27.1",
+    "2.13.0": "0.28.0",
+    "2.14.0": "0.29.0", "2.14.1": "0.29.1",  # 0.29.1 pins torch>=2.14.0
+}
+TORCHAUDIO_FOR_TORCH: Dict[str, str] = {
+    "1.13.0": "0.13.0", "1.13.1": "0.13.1",
+    "2.0.0": "2.0.1", "2.0.1": "2.0.2",
+    "2.1.0": "2.1.0", "2.1.1": "2.1.1", "2.1.2": "2.1.2",
+    "2.2.0": "2.2.0", "2.2.1": "2.2.1", "2.2.2": "2.2.2",
+    "2.3.0": "2.3.0", "2.3.1": "2.3.1",
+    "2.4.0": "2.4.0", "2.4.1": "2.4.1",
+    "2.5.0": "2.5.0", "2.5.1": "2.5.1",
+    "2.6.0": "2.6.0",
+    "2.7.0": "2.7.0", "2.7.1": "2.7.1",
+    "2.8.0": "2.8.0",
+    "2.9.0": "2.9.0", "2.9.1": "2.9.1",
+    "2.10.0": "2.10.0",
+    "2.11.0": "2.11.0",  # declares no torch requirement at all (§4)
+}
+
+
 class TorchRelease(NamedTuple):
     """One torch release as download.pytorch.org serves it (GPU-FACTS §3a/§3c)."""
 
@@ -156,36 +195,30 @@ class TorchRelease(NamedTuple):
 # 2.14.1 read from the wheel); 2.12.0 is assumed (§3a names "0.27.x" only). Python
 # ranges include the experimental column, which shipped wheels. torch 1.13 (local
 # versions with --extra-index-url) and 2.15 (not covered by §3) are left out.
+def _pins(torch_version: str) -> Tuple[Optional[str], Optional[str]]:
+    """(torchvision, torchaudio) paired with a torch release, from the pins above."""
+    return TORCHVISION_FOR_TORCH.get(torch_version), TORCHAUDIO_FOR_TORCH.get(torch_version)
+
+
 TORCH_RELEASES: Tuple[TorchRelease, ...] = (
-    TorchRelease("2.14.1", (3, 10), (3, 15), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)),
-                 "0.29.1", None,
+    TorchRelease("2.14.1", (3, 10), (3, 15), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)), *_pins("2.14.1"),
                  (("cu126", ARCH_AARCH64_CU126), ("cu130", ARCH_AARCH64_CU13), ("cu132", ARCH_AARCH64_CU13))),
-    TorchRelease("2.13.0", (3, 10), (3, 15), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)),
-                 "0.28.0", None,
+    TorchRelease("2.13.0", (3, 10), (3, 15), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)), *_pins("2.13.0"),
                  (("cu126", ARCH_AARCH64_CU126), ("cu130", ARCH_AARCH64_CU13), ("cu132", ARCH_AARCH64_CU13))),
-    TorchRelease("2.12.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)),
-                 "0.27.0", None,
+    TorchRelease("2.12.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu130", ARCH_CU13), ("cu132", ARCH_CU13)), *_pins("2.12.0"),
                  (("cu126", ARCH_AARCH64_CU126), ("cu130", ARCH_AARCH64_CU13), ("cu132", ARCH_AARCH64_CU13))),
-    TorchRelease("2.11.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)),
-                 "0.26.0", "2.11.0"),
-    TorchRelease("2.10.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)),
-                 "0.25.0", "2.10.0"),
-    TorchRelease("2.9.1", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)),
-                 "0.24.1", "2.9.1"),
-    TorchRelease("2.8.0", (3, 9), (3, 13), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu129", ARCH_CU129)),
-                 "0.23.0", "2.8.0"),
-    TorchRelease("2.7.1", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu126", ARCH_CU126), ("cu128", ARCH_CU128_27)),
-                 "0.22.1", "2.7.1"),
-    TorchRelease("2.6.0", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu124", ARCH_CU12_OLD), ("cu126", ARCH_CU126)),
-                 "0.21.0", "2.6.0"),
-    TorchRelease("2.5.1", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD), ("cu124", ARCH_CU12_OLD)),
-                 "0.20.1", "2.5.1"),
-    TorchRelease("2.4.1", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD), ("cu124", ARCH_CU12_OLD)),
-                 "0.19.1", "2.4.1"),
-    TorchRelease("2.3.1", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), "0.18.1", "2.3.1"),
-    TorchRelease("2.2.2", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), "0.17.2", "2.2.2"),
-    TorchRelease("2.1.2", (3, 8), (3, 11), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), "0.16.2", "2.1.2"),
-    TorchRelease("2.0.1", (3, 8), (3, 11), (("cu117", ARCH_CU117), ("cu118", ARCH_CU118_20)), "0.15.2", "2.0.2"),
+    TorchRelease("2.11.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)), *_pins("2.11.0")),
+    TorchRelease("2.10.0", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)), *_pins("2.10.0")),
+    TorchRelease("2.9.1", (3, 10), (3, 14), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu130", ARCH_CU13)), *_pins("2.9.1")),
+    TorchRelease("2.8.0", (3, 9), (3, 13), (("cu126", ARCH_CU126), ("cu128", ARCH_CU128), ("cu129", ARCH_CU129)), *_pins("2.8.0")),
+    TorchRelease("2.7.1", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu126", ARCH_CU126), ("cu128", ARCH_CU128_27)), *_pins("2.7.1")),
+    TorchRelease("2.6.0", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu124", ARCH_CU12_OLD), ("cu126", ARCH_CU126)), *_pins("2.6.0")),
+    TorchRelease("2.5.1", (3, 9), (3, 13), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD), ("cu124", ARCH_CU12_OLD)), *_pins("2.5.1")),
+    TorchRelease("2.4.1", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD), ("cu124", ARCH_CU12_OLD)), *_pins("2.4.1")),
+    TorchRelease("2.3.1", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), *_pins("2.3.1")),
+    TorchRelease("2.2.2", (3, 8), (3, 12), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), *_pins("2.2.2")),
+    TorchRelease("2.1.2", (3, 8), (3, 11), (("cu118", ARCH_CU118), ("cu121", ARCH_CU12_OLD)), *_pins("2.1.2")),
+    TorchRelease("2.0.1", (3, 8), (3, 11), (("cu117", ARCH_CU117), ("cu118", ARCH_CU118_20)), *_pins("2.0.1")),
 )
 
 # ---------------------------------------------------------------- parsing

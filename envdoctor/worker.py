@@ -105,16 +105,6 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
     return torch, info
 
 
-def _register_package(name: str, directory: str) -> None:
-    init = os.path.join(directory, "__init__.py")
-    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[directory])
-    if spec is None or spec.loader is None:
-        raise ImportError("cannot load %s from %s" % (name, directory))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-
-
 def load_check(spec: Dict[str, Any]) -> Check:
     """Built-in checks import by name; plug-ins load from their file."""
     module_name = spec["module"]
