@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.model import Check
+from envdoctor.worker import load_module_file
 
 ENTRY_POINT_GROUP = "envdoctor.checks"
 PATH_VARIABLE = "ENVDOCTOR_CHECKS_PATH"
@@ -86,12 +87,7 @@ def _from_module(module_name: str, origin: str, path: Optional[str], attr: str =
 
 def _load_file(path: Path) -> LoadedCheck:
     module_name = "envdoctor_local_" + path.stem.replace("-", "_")
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError("not a Python module: %s" % path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    load_module_file(module_name, str(path))
     return _from_module(module_name, "path %s" % path, str(path))
 
 

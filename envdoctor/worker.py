@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 import warnings
+from types import ModuleType
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from envdoctor.model import Check, ProbeContext
@@ -105,19 +106,22 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
     return torch, info
 
 
+def load_module_file(module_name: str, path: str) -> ModuleType:
+    """Import one .py file under `module_name` (plug-in checks, in parent and worker)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("not a Python module: %s" % path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def load_check(spec: Dict[str, Any]) -> Check:
     """Built-in checks import by name; plug-ins load from their file."""
     module_name = spec["module"]
     path = spec.get("path")
-    if path:
-        mspec = importlib.util.spec_from_file_location(module_name, path)
-        if mspec is None or mspec.loader is None:
-            raise ImportError("cannot load check module from %s" % path)
-        module = importlib.util.module_from_spec(mspec)
-        sys.modules[module_name] = module
-        mspec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(module_name)
+    module = load_module_file(module_name, path) if path else importlib.import_module(module_name)
     check = getattr(module, spec.get("attr") or "CHECK")
     # a plug-in built against another envdoctor copy: accept anything shaped like a Check
     if not isinstance(check, Check) and not callable(getattr(check, "probe", None)):
