@@ -85,12 +85,16 @@ def check(
     from envdoctor import report as render
 
     if as_json:
-        print(render.render_json(report))
+        print(render.render_json(report, ascii_only=not _stdout_is_utf8()))
     elif markdown:
         print(render.render_markdown(report, verbose=verbose), end="")
     else:
         render.render_terminal(report, verbose=verbose)
     return report.exit_code
+
+
+def _stdout_is_utf8() -> bool:
+    return (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") == "utf8"
 
 
 def _finish(pending, show_progress: bool):  # type: ignore[no-untyped-def]
@@ -116,6 +120,9 @@ def _list(plugins: bool) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
+        # a console that cannot encode "→" gets an escape, never a UnicodeEncodeError
+        sys.stdout.reconfigure(errors="backslashreplace")
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="envdoctor", standalone_mode=False)

@@ -22,10 +22,13 @@ GLYPH = {
 ASCII_GLYPH = {Status.OK: "OK", Status.WARNING: "!", Status.ERROR: "X", Status.CRASHED: "X", Status.TIMEOUT: "X", Status.SKIPPED: "-"}
 SEVERITY_MARK = {Severity.ERROR: ("✗", "red"), Severity.WARNING: ("!", "yellow"), Severity.INFO: ("•", "cyan"), Severity.OK: ("✓", "green")}
 EVIDENCE_LINES = 6
+# For terminals that cannot encode them (a cp1252 console): every text, not just glyphs.
+_ASCII = str.maketrans({"→": "->", "·": "-", "×": "x", "…": "...", "•": "*", "✓": "OK", "✗": "X",
+                        "—": "-", "–": "-", "≥": ">=", "≤": "<=", "’": "'", "“": '"', "”": '"'})
 
 
-def render_json(report: Report) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False)
+def render_json(report: Report, ascii_only: bool = False) -> str:
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=ascii_only)
 
 
 def _headline(env: Dict[str, Any]) -> str:
@@ -65,11 +68,17 @@ class TerminalRenderer:
             force_terminal=color if color else None,
         )
         self.verbose = verbose
-        encoding = (getattr(self.console.file, "encoding", None) or "utf-8").lower()
-        self.unicode = encoding.replace("-", "").startswith("utf")
+        self.encoding = getattr(self.console.file, "encoding", None) or "utf-8"
+        self.unicode = self.encoding.lower().replace("-", "").startswith("utf")
 
-    def _out(self, text: Any = "", style: Optional[str] = None) -> None:
-        self.console.print(text, style=style, markup=False, emoji=False, highlight=False)
+    def _t(self, text: str) -> str:
+        """The text as this stream can encode it, never an encoding error."""
+        if self.unicode:
+            return text
+        return text.translate(_ASCII).encode(self.encoding, "replace").decode(self.encoding)
+
+    def _out(self, text: str = "", style: Optional[str] = None) -> None:
+        self.console.print(self._t(text), style=style, markup=False, emoji=False, highlight=False)
 
     def render(self, report: Report) -> None:
         from rich.text import Text
@@ -82,10 +91,10 @@ class TerminalRenderer:
                 glyph = ASCII_GLYPH[result.status]
             line = Text()
             line.append("[%s] " % glyph, style=color)
-            line.append(result.title, style="bold")
+            line.append(self._t(result.title), style="bold")
             line.append(" (%s)" % result.id, style="dim")
             if result.summary:
-                line.append("  " + result.summary)
+                line.append("  " + self._t(result.summary))
             self.console.print(line)
             for finding in result.findings:
                 if finding.severity is Severity.OK:
@@ -105,8 +114,8 @@ class TerminalRenderer:
 
         mark, color = SEVERITY_MARK[finding.severity]
         line = Text("    ")
-        line.append(mark if self.unicode else "*", style=color)
-        line.append(" " + finding.title)
+        line.append(self._t(mark), style=color)
+        line.append(" " + self._t(finding.title))
         self.console.print(line)
 
     def _finding(self, finding: Finding) -> None:
@@ -118,9 +127,8 @@ class TerminalRenderer:
                 self._out("        " + line, style="dim")
         if len(shown) < len(evidence):
             self._out("        … %d more (-v shows all)" % (len(evidence) - len(shown)), style="dim")
-        arrow = "→" if self.unicode else "->"
         for remedy in finding.remedies:
-            self._out("      %s %s" % (arrow, remedy.summary))
+            self._out("      → %s" % remedy.summary)
             for command in remedy.commands:
                 self._out("          $ " + command, style="cyan")
 
@@ -140,12 +148,9 @@ class TerminalRenderer:
                 elif op.get("other_dtype") or op.get("to_dtype"):
                     dtype = "%s %s %s" % (dtype, "+" if op.get("other_dtype") else "→", op.get("other_dtype") or op.get("to_dtype"))
                 err = op.get("max_rel_err")
-                table.add_row(
-                    str(op.get("op")), str(op.get("device")), dtype,
-                    "yes" if op.get("ok") else "NO",
-                    "" if err is None else str(err),
-                    (op.get("error") or "")[:160],
-                )
+                cells = (str(op.get("op")), str(op.get("device")), dtype, "yes" if op.get("ok") else "NO",
+                         "" if err is None else str(err), (op.get("error") or "")[:160])
+                table.add_row(*(self._t(c) for c in cells))
             self.console.print(table, style="dim")
         if facts:
             text = json.dumps(facts, indent=2, ensure_ascii=False, default=str)

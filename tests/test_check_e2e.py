@@ -175,3 +175,14 @@ def test_package_level_check_api(capsys: pytest.CaptureFixture) -> None:
     quiet = envdoctor.check(show=False, only=["fp8"])
     assert capsys.readouterr().out == ""
     assert [c.id for c in quiet.checks] == ["fp8"]
+
+
+@pytest.mark.parametrize("fmt", ["--json", "--markdown", "-v"])
+def test_a_console_that_cannot_encode_unicode_gets_output_not_a_traceback(fmt: str) -> None:
+    """A cp1252/latin-1 console: "→" and "✓" must not raise UnicodeEncodeError."""
+    proc = run_envdoctor("check", fmt, env={"PYTHONIOENCODING": "latin-1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    if fmt == "--json":
+        report = json.loads(proc.stdout)
+        assert report["schema"] == SCHEMA
