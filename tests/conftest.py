@@ -41,6 +41,7 @@ def run_envdoctor(
     env: Optional[Dict[str, str]] = None,
     timeout: float = 300,
     python: str = sys.executable,
+    encoding: str = "utf-8",
 ) -> subprocess.CompletedProcess:
     """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
@@ -49,7 +50,7 @@ def run_envdoctor(
     return subprocess.run(
         [python, "-m", "envdoctor", *args],
         capture_output=True,
-        text=True,
+        encoding=encoding,
         timeout=timeout,
         env=full_env,
         cwd=str(ROOT),

@@ -180,7 +180,7 @@ def test_package_level_check_api(capsys: pytest.CaptureFixture) -> None:
 @pytest.mark.parametrize("fmt", ["--json", "--markdown", "-v"])
 def test_a_console_that_cannot_encode_unicode_gets_output_not_a_traceback(fmt: str) -> None:
     """A cp1252/latin-1 console: "→" and "✓" must not raise UnicodeEncodeError."""
-    proc = run_envdoctor("check", fmt, env={"PYTHONIOENCODING": "latin-1"})
+    proc = run_envdoctor("check", fmt, env={"PYTHONIOENCODING": "latin-1"}, encoding="latin-1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     if fmt == "--json":
