@@ -35,7 +35,7 @@ def test_error_finding_shows_evidence_remedies_and_commands() -> None:
     assert any(line.startswith("          $ ") and line.endswith("install --upgrade torch --index-url https://download.pytorch.org/whl/cpu")
                for line in lines)
     assert "    • no float8 dtypes in this torch (2.0.1+cu117)" in lines  # a note: title only
-    assert lines[-1] == "Doctor summary: 1 error in 4 checks."
+    assert lines[-1] == "Doctor summary: 1 error in 9 checks."
 
 
 def test_verbose_shows_every_evidence_line_and_the_ops_table() -> None:
@@ -63,18 +63,18 @@ def test_markdown_for_a_bug_report() -> None:
     assert "#### ✗ `cpu-half-kernels` · fp16 on CPU: 9 of 9 operations fail" in md
     assert "```text\nlayer_norm fp16 cpu: \"LayerNormKernelImpl\" not implemented for 'Half'" in md
     assert "- `fp8` · no float8 dtypes in this torch (2.0.1+cu117)" in md
-    assert "**1 error in 4 checks.**" in md
+    assert "**1 error in 9 checks.**" in md
 
 
 def test_json_round_trip_is_lossless() -> None:
     data = json.loads(render_json(OLD))
     assert data["schema"] == SCHEMA
     assert report_from_dict(data).to_dict() == OLD.to_dict()
-    assert data["summary"] == {"checks": 4, "status": {"ok": 3, "warning": 0, "error": 1, "crashed": 0, "timeout": 0, "skipped": 0},
-                               "findings": {"info": 2, "warning": 0, "error": 1}, "exit_code": 1}
+    assert data["summary"] == {"checks": 9, "status": {"ok": 8, "warning": 0, "error": 1, "crashed": 0, "timeout": 0, "skipped": 0},
+                               "findings": {"info": 5, "warning": 0, "error": 1}, "exit_code": 1}
 
 
 def test_summary_line_counts() -> None:
-    assert summary_line(OLD) == "1 error in 4 checks."
+    assert summary_line(OLD) == "1 error in 9 checks."
     healthy = report_from_dict(load_fixture("cpu-torch-2.13.0.json"))
-    assert summary_line(healthy) == "No issues found in 4 checks (2 notes, -v for details)."
+    assert summary_line(healthy) == "No issues found in 9 checks (5 notes, -v for details)."

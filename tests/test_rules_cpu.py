@@ -171,7 +171,11 @@ def test_no_torch_is_an_error_with_install_advice() -> None:
     commands = findings[0].remedies[0].commands
     assert commands[0].endswith("/bin/python -m pip install torch")
     assert commands[1].endswith("install torch --index-url https://download.pytorch.org/whl/cpu")
-    assert [c["status"] for c in report["checks"][1:]] == ["skipped"] * (len(report["checks"]) - 1)
+    # what needs torch is skipped; the driver and apex checks still run without it
+    ran = {c["id"]: c["status"] for c in report["checks"]}
+    assert {i for i, status in ran.items() if status == "skipped"} == {
+        i for i, c in CHECKS.items() if c.requires_torch}
+    assert ran["cuda-compat"] == ran["apex"] == "ok"
 
 
 def test_deleted_shared_library_is_an_import_failure_with_reinstall() -> None:
@@ -196,3 +200,21 @@ def test_crash_while_importing_torch_is_an_error() -> None:
     findings = CHECKS["torch-install"].diagnose(facts)
     assert codes(findings) == ["torch-import-crashed"]
     assert findings[0].evidence == ("crashed while importing torch: SIGSEGV", 'File "/x/torch/__init__.py", line 1 in <module>')
+
+
+# ---- the GPU/stack checks on the real torch 2.0.1 stack (a CUDA 11.7 build, no driver)
+
+
+def test_old_cuda_build_without_a_driver_is_only_a_note() -> None:
+    assert codes(diagnose("cuda-compat", OLD)) == ["no-cuda-device"]
+    torch = facts_of(OLD, "cuda-compat")["torch"]
+    assert torch["cuda"] == "11.7"
+    assert torch["arch_flags"] == "sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86"  # read although CUDA is unavailable
+    assert torch["init_error"].startswith("RuntimeError: Found no NVIDIA driver on your system")
+
+
+def test_triton_paired_with_torch_2_0_1_imports_and_is_not_flagged() -> None:
+    facts = facts_of(OLD, "extension-abi")
+    triton = [o for o in facts["ops"] if o.get("package") == "triton"]
+    assert triton and all(o["ok"] for o in triton)
+    assert diagnose("extension-abi", OLD) == []
