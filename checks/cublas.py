@@ -326,7 +326,7 @@ def _ld_remedy(facts: Dict[str, Any], library: str) -> Remedy:
             return Remedy("This process loaded another %s than torch's own (%s) through LD_LIBRARY_PATH; drop that directory from it"
                           % (name, ", ".join(foreign)),
                           kind="env", commands=("export LD_LIBRARY_PATH=%s" % _quote(fixed) if fixed else "unset LD_LIBRARY_PATH",),
-                          id="ld-library-path", action={"env": {"LD_LIBRARY_PATH": fixed}} if fixed else {"unset_env": ["LD_LIBRARY_PATH"]})
+                          id="ld-library-path", action={"set_env": {"LD_LIBRARY_PATH": fixed}} if fixed else {"unset_env": ["LD_LIBRARY_PATH"]})
         return Remedy("This process loaded another %s than torch's own (%s): find what puts it first (LD_LIBRARY_PATH, LD_PRELOAD, "
                       "/etc/ld.so.conf) and remove it" % (name, ", ".join(foreign)), kind="manual", id="ld-library-path")
     return Remedy("If LD_LIBRARY_PATH points at another CUDA toolkit's lib directory, its %s can shadow torch's own; the copies this "
@@ -370,7 +370,7 @@ def _memory_remedies(facts: Dict[str, Any], dev: Dict[str, Any], others: List[Di
     if visible:
         remedies.append(Remedy("Set CUDA_VISIBLE_DEVICES to the GPUs that have free memory (here: %s)" % visible, kind="env",
                                commands=("export CUDA_VISIBLE_DEVICES=%s" % visible,), id="visible-devices",
-                               action={"env": {"CUDA_VISIBLE_DEVICES": visible}}))
+                               action={"set_env": {"CUDA_VISIBLE_DEVICES": visible}}))
     elif len(facts.get("devices") or ()) > 1:
         remedies.append(Remedy("Set CUDA_VISIBLE_DEVICES to a GPU with free memory (none of the probed ones has any now)",
                                kind="env", id="visible-devices"))
@@ -518,7 +518,7 @@ def _other_gpu_remedy(facts: Dict[str, Any], others: List[Dict[str, Any]]) -> Tu
         return ()
     return (Remedy("Meanwhile run on the GPUs that pass: CUDA_VISIBLE_DEVICES=%s" % visible, kind="env",
                    commands=("export CUDA_VISIBLE_DEVICES=%s" % visible,), id="visible-devices",
-                   action={"env": {"CUDA_VISIBLE_DEVICES": visible}}),)
+                   action={"set_env": {"CUDA_VISIBLE_DEVICES": visible}}),)
 
 
 def _library_evidence(facts: Dict[str, Any], library: str) -> List[str]:

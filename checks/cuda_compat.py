@@ -418,7 +418,7 @@ def _visible_finding(view: _View, severity: Severity) -> Optional[Finding]:
         tuple(evidence),
         (Remedy("Unset CUDA_VISIBLE_DEVICES (or list the GPU indices to use, e.g. CUDA_VISIBLE_DEVICES=0)",
                 kind="env", commands=("unset CUDA_VISIBLE_DEVICES",), id="unset-cuda-visible-devices",
-                action={"unset": ["CUDA_VISIBLE_DEVICES"]}),),
+                action={"unset_env": ["CUDA_VISIBLE_DEVICES"]}),),
         {"variable": "CUDA_VISIBLE_DEVICES", "value": view.visible},
     )
 

@@ -802,7 +802,7 @@ def _flash_attn_remedies(facts: Dict[str, Any], ext: Dict[str, Any]) -> Tuple[Re
     remedies.append(Remedy("Or build it from source against this torch", kind="pip",
                            commands=("FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS=4 " + _pip(facts, "install", "--no-build-isolation",
                                                                                           "--no-cache-dir", spec, torch_pin),),
-                           id="flash-attn-build", action={"install": [spec, torch_pin], "env": {"FLASH_ATTENTION_FORCE_BUILD": "TRUE"},
+                           id="flash-attn-build", action={"install": [spec, torch_pin], "build_env": {"FLASH_ATTENTION_FORCE_BUILD": "TRUE"},
                                                           "no_build_isolation": True}))
     return tuple(remedies)
 

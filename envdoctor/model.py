@@ -41,13 +41,25 @@ class Status(str, enum.Enum):
     SKIPPED = "skipped"  # not applicable (e.g. torch does not import)
 
 
+# What `envdoctor fix` will understand, per remedy kind: verbs and their modifiers.
+ACTION_KEYS: Dict[str, Tuple[str, ...]] = {
+    # install/upgrade: requirement strings; uninstall: distribution names
+    "pip": ("install", "upgrade", "uninstall", "index_url", "force_reinstall", "no_deps", "no_build_isolation", "build_env"),
+    # set: {setting: value} on the training config's intent; when: the values it applies to; reduce: settings to lower
+    "config": ("set", "when", "reduce"),
+    "env": ("set_env", "unset_env"),
+    "manual": ("build_from_source", "driver_min"),
+}
+
+
 @dataclass(frozen=True)
 class Remedy:
     """One way out, as data: words always, exact commands where a program can act.
 
     `kind` says who can apply it later: "pip", "config", "env" or "manual".
-    `action` is the machine-readable intent for `envdoctor fix`
-    (e.g. {"set": {"precision": "fp32"}} or {"uninstall": ["apex"]}).
+    `action` is the machine-readable intent for `envdoctor fix`, in the closed
+    vocabulary of ACTION_KEYS for its kind (e.g. {"set": {"precision": "fp32"}}
+    or {"uninstall": ["apex"]}); "manual" actions only inform.
     """
 
     summary: str

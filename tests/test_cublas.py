@@ -112,7 +112,7 @@ def test_second_gpu_not_initialized_with_free_memory_is_a_broken_cublas_on_that_
     assert remedies["check-driver"].commands == ("nvidia-smi",)
     assert "LD_LIBRARY_PATH" in remedies["ld-library-path"].summary
     assert remedies["ld-library-path"].action == {}  # nothing foreign was loaded: no blind `unset`
-    assert remedies["visible-devices"].action == {"env": {"CUDA_VISIBLE_DEVICES": "0"}}
+    assert remedies["visible-devices"].action == {"set_env": {"CUDA_VISIBLE_DEVICES": "0"}}
     summary = CHECK.summarize(facts)
     assert summary == "cuda:0 ok (3 GEMMs, max rel err 2.4e-03) · cuda:1 CUBLAS_STATUS_NOT_INITIALIZED · cuDNN 90100"
 
@@ -238,7 +238,7 @@ def test_foreign_cublas_remedy_keeps_the_other_library_path_entries() -> None:
     facts["env"]["LD_LIBRARY_PATH"] = "/usr/local/nvidia/lib64:/usr/local/cuda-12.0/lib64"
     ld = {r.id: r for r in CHECK.diagnose(facts)[0].remedies}["ld-library-path"]
     assert ld.commands == ("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64",)
-    assert ld.action == {"env": {"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"}}
+    assert ld.action == {"set_env": {"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"}}
 
 
 def test_a_conda_environments_own_cublas_is_not_foreign() -> None:

@@ -159,7 +159,7 @@ def test_cuda_visible_devices_empty_hides_the_gpu() -> None:
     assert "CUDA_VISIBLE_DEVICES=''" in hidden.evidence
     assert "torch.cuda.init(): RuntimeError: No CUDA GPUs are available" in hidden.evidence
     env = remedy(hidden, "unset-cuda-visible-devices")
-    assert env.kind == "env" and env.action == {"unset": ["CUDA_VISIBLE_DEVICES"]}
+    assert env.kind == "env" and env.action == {"unset_env": ["CUDA_VISIBLE_DEVICES"]}
 
 
 @pytest.mark.parametrize(("value", "hidden"), [("-1", True), ("NoDevFiles", True), ("1", True), (" ", True),
