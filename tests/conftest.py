@@ -42,6 +42,7 @@ def run_envdoctor(
     timeout: float = 300,
     python: str = sys.executable,
     encoding: str = "utf-8",
+    cwd: Optional[Path] = None,
 ) -> subprocess.CompletedProcess:
     """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
@@ -53,7 +54,7 @@ def run_envdoctor(
         encoding=encoding,
         timeout=timeout,
         env=full_env,
-        cwd=str(ROOT),
+        cwd=str(cwd or ROOT),
     )
 
 

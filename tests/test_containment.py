@@ -113,3 +113,35 @@ def test_entry_point_plugin_is_loaded(tmp_path: Path) -> None:
     assert "entry point demo (envdoctor-demo-plugin 1.0)" in listing.stdout
     disabled = run_envdoctor("check", "--list", env={**env, "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert "demo" not in disabled.stdout.split()
+
+
+def test_a_stray_torch_folder_in_the_working_directory_does_not_shadow_torch(tmp_path: Path) -> None:
+    """`python -c` puts the cwd first on sys.path; the worker drops it."""
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise ImportError('the stray folder was imported')\n")
+    proc = run_envdoctor("check", "--json", "--only", "torch-install,fp8", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["environment"]["torch"].startswith("2.13.0")
+    assert check_of(report, "fp8")["status"] == "ok"
+
+
+def test_a_plugin_reusing_a_builtin_id_is_reported_and_the_builtin_kept(tmp_path: Path) -> None:
+    (tmp_path / "impostor_fp8.py").write_text(
+        "from envdoctor.model import Check\n"
+        "CHECK = Check(id='fp8', title='not the real fp8', probe=lambda torch, ctx: {}, diagnose=lambda facts: [])\n"
+    )
+    proc = run_envdoctor("check", "--json", env={"ENVDOCTOR_CHECKS_PATH": str(tmp_path)})
+    report = json.loads(proc.stdout)
+    fp8 = check_of(report, "fp8")
+    assert fp8["title"] == "float8" and fp8["facts"]["ops"]
+    duplicate = next(c for c in report["checks"] if c["status"] == "crashed")
+    assert "duplicate check id (already from builtin)" in duplicate["findings"][0]["evidence"][0]
+
+
+def test_no_plugins_flag_skips_plugins() -> None:
+    env = _plugin_env("segfault_check.py")
+    assert "test-segfault" in run_envdoctor("check", "--list", env=env).stdout
+    proc = run_envdoctor("check", "--json", "--no-plugins", env=env)
+    assert proc.returncode == 0
+    assert "test-segfault" not in [c["id"] for c in json.loads(proc.stdout)["checks"]]
