@@ -21,6 +21,19 @@ def load_fixture(name: str) -> Dict[str, Any]:
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
 
 
+def handwritten(name: str) -> Dict[str, Any]:
+    """The facts of a hand-written snapshot (tests/fixtures/handwritten/), which must say so."""
+    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
+    assert data["source"].startswith("hand-written: ")
+    return data["facts"]
+
+
+def torch_has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def check_of(report: Dict[str, Any], check_id: str) -> Dict[str, Any]:
     for check in report["checks"]:
         if check["id"] == check_id:

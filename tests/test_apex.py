@@ -10,7 +10,6 @@ GPU and NVIDIA apex the fused-norm probe runs for real (`-m gpu`).
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-from conftest import FIXTURES, ROOT, check_of, codes, facts_of, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.registry import load_checks
@@ -28,12 +27,6 @@ CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["apex"]
 SEED_002 = "expected scalar type Float but found Half"
 # What must never be advised: the index's `apex` is the impostor.
 BAD_ADVICE = re.compile(r"pip3?\s+install\s+(-U\s+|--upgrade\s+)?(-\S+\s+)*['\"]?apex(\b|['\"=<>])", re.IGNORECASE)
-
-
-def handwritten(name: str) -> Dict[str, Any]:
-    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
-    assert data["source"].startswith("hand-written: ")
-    return copy.deepcopy(data["facts"])
 
 
 def by_code(findings: List[Finding]) -> Dict[str, Finding]:

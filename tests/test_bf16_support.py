@@ -7,32 +7,19 @@ namespace; the real probe on a GPU (`-m gpu`).
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator
+from typing import Any, Iterator
 
 import pytest
-from conftest import FIXTURES, check_of, codes, facts_of, load_fixture, run_json
+from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 CHECK = CHECKS["bf16-support"]
-
-
-def handwritten(name: str) -> Dict[str, Any]:
-    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
-    assert data["source"].startswith("hand-written: ")
-    return copy.deepcopy(data["facts"])
-
-
-def _torch_has_cuda() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 # ---- this machine
@@ -54,7 +41,7 @@ def test_recorded_cpu_snapshot_is_a_quick_no_cuda_info_with_the_cpu_matmul() -> 
     assert check_of(report, "bf16-support")["duration_s"] < 1.0
 
 
-@pytest.mark.skipif(_torch_has_cuda(), reason="asserts the no-GPU outcome of this CPU machine")
+@pytest.mark.skipif(torch_has_cuda(), reason="asserts the no-GPU outcome of this CPU machine")
 def test_end_to_end_on_this_cpu_machine() -> None:
     report = run_json("--only", "bf16-support")
     check = check_of(report, "bf16-support")
@@ -290,7 +277,7 @@ def test_cpu_kernel_message_needs_cuda_frames() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _torch_has_cuda(), reason="needs an NVIDIA GPU")
+@pytest.mark.skipif(not torch_has_cuda(), reason="needs an NVIDIA GPU")
 def test_real_gpu_bf16_matmul_is_right_and_timed() -> None:
     import torch
 

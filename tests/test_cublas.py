@@ -8,7 +8,6 @@ and, on a machine with a GPU, for real (`-m gpu`).
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import time
@@ -16,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import FIXTURES, check_of, codes, facts_of, load_fixture, run_json
+from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks
@@ -25,12 +24,6 @@ CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 CHECK = CHECKS["cublas"]
 NOT_INIT = "CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
 MiB = 2**20
-
-
-def handwritten(name: str) -> Dict[str, Any]:
-    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
-    assert data["source"].startswith("hand-written: ")
-    return copy.deepcopy(data["facts"])
 
 
 def by_code(findings: List[Any]) -> Dict[str, Any]:
@@ -53,13 +46,7 @@ def test_recorded_cpu_snapshot_is_a_quick_no_cuda_info() -> None:
     assert check["status"] == "ok" and check["duration_s"] < 1.0
 
 
-def _torch_has_cuda() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
-
-
-@pytest.mark.skipif(_torch_has_cuda(), reason="asserts the no-GPU outcome of this CPU machine")
+@pytest.mark.skipif(torch_has_cuda(), reason="asserts the no-GPU outcome of this CPU machine")
 def test_end_to_end_no_cuda_is_info_and_quick() -> None:
     started = time.monotonic()
     report = run_json("--only", "cublas,bf16-support")
@@ -427,7 +414,7 @@ def test_signatures_match_real_messages(text: str, code: str) -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _torch_has_cuda(), reason="needs an NVIDIA GPU")
+@pytest.mark.skipif(not torch_has_cuda(), reason="needs an NVIDIA GPU")
 def test_real_gpu_gemms_are_ok_with_small_errors() -> None:
     import torch
 
@@ -447,7 +434,7 @@ def test_real_gpu_gemms_are_ok_with_small_errors() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not _torch_has_cuda(), reason="needs an NVIDIA GPU")
+@pytest.mark.skipif(not torch_has_cuda(), reason="needs an NVIDIA GPU")
 def test_real_gpu_end_to_end() -> None:
     report = run_json("--only", "cublas")
     check = check_of(report, "cublas")

@@ -10,7 +10,6 @@ run (`-m gpu`) checks the driver sources against what torch sees.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import FIXTURES, check_of, codes, facts_of, load_fixture, run_json
+from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks
@@ -36,12 +35,6 @@ TOO_OLD_WARNING = (
     "that has been compiled with your version of the CUDA driver. (Triggered internally at "
     "../c10/cuda/CUDAFunctions.cpp:108.)"
 )
-
-
-def handwritten(name: str) -> Dict[str, Any]:
-    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
-    assert data["source"].startswith("hand-written: ")
-    return data["facts"]
 
 
 def one(findings: List[Any], code: str) -> Any:

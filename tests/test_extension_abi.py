@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import FIXTURES, ROOT, check_of, codes, facts_of, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.model import Finding, Severity
 from envdoctor.registry import load_checks
@@ -38,12 +38,6 @@ TV028 = load_fixture("torchvision-0.28.0-on-cpu-torch-2.13.0.json")
 OLD = load_fixture("old-companions-on-cpu-torch-2.13.0.json")
 XF035 = load_fixture("xformers-0.0.35-on-cpu-torch-2.13.0.json")
 CPU = load_fixture("cpu-extension-abi.json")
-
-
-def handwritten(name: str) -> Dict[str, Any]:
-    data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
-    assert data["source"].startswith("hand-written: ")
-    return data["facts"]
 
 
 FLASH = handwritten("extension-abi-flash-attn-cxx11abi-false-on-torch-2.7.0-cu128.json")
