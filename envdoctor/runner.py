@@ -208,7 +208,7 @@ class Runner:
         if self._worker is None:
             self._worker = Worker(self.python, self.package_dir, self.checks_dir, ["--no-torch"] if self._no_torch else [])
 
-    def _handshake(self, worker: Worker, first: bool) -> None:
+    def _handshake(self, worker: Worker) -> None:
         try:
             hello = worker.next_event(HELLO_TIMEOUT_S)
         except TimeoutError:
@@ -221,7 +221,7 @@ class Runner:
                 raise BadInterpreter("%s: %s" % (self.python, tail[-1]))
             why = (": " + tail[-1]) if tail else ""
             raise BadInterpreter("%s is not a working Python interpreter (%s%s)" % (self.python, how, why))
-        if first:
+        if self._hello is None:
             self._hello = hello
         try:
             event = worker.next_event(self.torch_import_timeout_s)
@@ -254,18 +254,16 @@ class Runner:
         remaining = [dict(c) for c in checks]
         outcomes: Dict[str, Outcome] = {}
         restarts = 0
-        first = True
         while True:
             self.start()
             worker = self._worker
             assert worker is not None
             had_no_torch = self._no_torch
             try:
-                self._handshake(worker, first)
+                self._handshake(worker)
             except BadInterpreter:
                 self._worker = None
                 raise
-            first = False
             if worker.proc.poll() is not None:
                 # It died or hung importing torch: one more worker that skips torch.
                 worker.kill()
@@ -288,6 +286,10 @@ class Runner:
         assert self._hello is not None and self._torch_import is not None
         return RunResult(self._hello, self._torch_import, outcomes, restarts)
 
+    def _limit(self, spec: Dict[str, Any]) -> float:
+        """--timeout, or the check's own declared budget when that is larger."""
+        return max(self.timeout_s, float(spec.get("timeout_s") or 0))
+
     def _drain(
         self,
         worker: Worker,
@@ -298,49 +300,36 @@ class Runner:
         """Read events until done (True) or until the worker is lost (False)."""
         current: Optional[Dict[str, Any]] = None
         started = 0.0
+
+        def lost(state: str, error: str, between: str) -> bool:
+            """The worker is gone: the running probe gets the blame, else every remaining one."""
+            if current is None:
+                for spec in remaining:
+                    outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error=between)
+                remaining.clear()
+            else:
+                outcomes[current["id"]] = Outcome(
+                    current["id"],
+                    state,
+                    error=error,
+                    detail=self._redactor.text(worker.stderr_tail()),
+                    duration_s=round(time.monotonic() - started, 3),
+                )
+                remaining.remove(current)
+                notify("finish", current["id"])
+            worker.kill()
+            return False
+
         while True:
-            budget = HELLO_TIMEOUT_S
-            if current is not None:
-                budget = max(self.timeout_s, float(current.get("timeout_s") or 0)) - (time.monotonic() - started)
+            budget = HELLO_TIMEOUT_S if current is None else self._limit(current) - (time.monotonic() - started)
             try:
                 event = worker.next_event(max(budget, 0.0))
             except TimeoutError:
-                if current is None:
-                    worker.kill()
-                    for spec in remaining:
-                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="the worker stopped answering")
-                    remaining.clear()
-                    return False
-                limit = max(self.timeout_s, float(current.get("timeout_s") or 0))
-                worker.kill()
-                outcomes[current["id"]] = Outcome(
-                    current["id"],
-                    "timeout",
-                    error="timed out after %s s" % _fmt_seconds(limit),
-                    detail=self._redactor.text(worker.stderr_tail()),
-                    duration_s=round(time.monotonic() - started, 3),
-                )
-                remaining.remove(current)
-                notify("finish", current["id"])
-                return False
+                limit = self._limit(current) if current is not None else HELLO_TIMEOUT_S
+                return lost("timeout", "timed out after %s s" % _fmt_seconds(limit), "the worker stopped answering")
             if event is None:
                 how = _died(worker)
-                if current is None:
-                    for spec in remaining:
-                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="crashed: %s (between probes)" % how)
-                    remaining.clear()
-                    return False
-                outcomes[current["id"]] = Outcome(
-                    current["id"],
-                    "crashed",
-                    error="crashed: %s" % how,
-                    detail=self._redactor.text(worker.stderr_tail()),
-                    duration_s=round(time.monotonic() - started, 3),
-                )
-                remaining.remove(current)
-                notify("finish", current["id"])
-                worker.kill()
-                return False
+                return lost("crashed", "crashed: %s" % how, "crashed: %s (between probes)" % how)
             kind = event.get("event")
             if kind == "start":
                 current = next((c for c in remaining if c["id"] == event.get("id")), None)
