@@ -25,13 +25,17 @@ import importlib.machinery
 import importlib.util
 import os
 import re
-import sys
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import pip_for as _pip
-from envdoctor.microops import error_text, randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.commands import pip_command, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.probekit import distributions
+from envdoctor.probekit.gpus import cuda_devices, identity
+from envdoctor.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.probekit.steps import StepLost, step
+from envdoctor.probekit.text import error_text, exception_text, short_dtype
+from envdoctor.versions import release_tuple
 
 ID = "apex"
 
@@ -100,7 +104,7 @@ _DTYPE_MISMATCH_RE = re.compile(r"expected scalar type (\w+) but found (\w+)")
 
 
 def _error(exc: BaseException) -> Dict[str, Any]:
-    info: Dict[str, Any] = {"ok": False, "error": error_text(exc), "error_type": type(exc).__name__}
+    info: Dict[str, Any] = {"ok": False, "error": error_text(exc), "error_type": getattr(exc, "error_type", type(exc).__name__)}
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not (f.filename.startswith("<") or "importlib" in f.filename or f.filename == __file__)]
     if frames:  # where it was raised, outside the import machinery and this probe
@@ -109,35 +113,14 @@ def _error(exc: BaseException) -> Dict[str, Any]:
     return info
 
 
-def _metadata() -> Any:
-    try:
-        from importlib import metadata
-    except ImportError:  # pragma: no cover - Python 3.7
-        return None
-    return metadata
-
-
-def _dist_version(name: str) -> Optional[str]:
-    metadata = _metadata()
-    if metadata is None:
-        return None
-    try:
-        return metadata.version(name)
-    except Exception:  # noqa: BLE001 - PackageNotFoundError or a broken record
-        return None
-
-
 def _distribution() -> Optional[Dict[str, Any]]:
     """The installed distribution called apex, as its metadata describes it."""
-    metadata = _metadata()
-    if metadata is None:
-        return None
     try:
-        dist = metadata.distribution("apex")
-    except metadata.PackageNotFoundError:
+        dist = distributions.distribution("apex")
+    except Exception as exc:  # noqa: BLE001 - a broken record is a fact
+        return {"error": exception_text(exc)}
+    if dist is None:
         return None
-    except Exception as exc:  # noqa: BLE001
-        return {"error": "%s: %s" % (type(exc).__name__, exc)}
     meta = dist.metadata
     try:
         files = [str(f).replace("\\", "/") for f in (dist.files or ())]
@@ -196,14 +179,19 @@ def _extensions() -> List[Dict[str, Any]]:
     return found
 
 
-def _import(name: str, attrs: Sequence[str] = ()) -> Dict[str, Any]:
+def _import(name: str, attrs: Sequence[str] = (), version: Optional[str] = None) -> Dict[str, Any]:
+    """Import one apex module as a guarded step: a compiled extension that crashes or hangs
+    on import is pinned on it, and the probe goes on past it."""
     try:
-        module = importlib.import_module(name)
+        with step("importing %s%s" % (name, " (apex %s)" % version if version else ""), package="apex", module=name, version=version):
+            module = importlib.import_module(name)
         missing = [a for a in attrs if not hasattr(module, a)]
         if missing:
             raise ImportError("cannot import name %r from %r (%s)" % (missing[0], name, getattr(module, "__file__", None)))
     except KeyboardInterrupt:
         raise
+    except StepLost as lost:
+        return {"ok": False, "error": lost.error, "error_type": lost.error_type, "lost": lost.state}
     except BaseException as exc:  # noqa: BLE001 - SystemExit from a module body too: the failure is the fact
         return _error(exc)
     return {"ok": True, "file": getattr(module, "__file__", None)}
@@ -212,7 +200,7 @@ def _import(name: str, attrs: Sequence[str] = ()) -> Dict[str, Any]:
 def _transformers() -> Dict[str, Any]:
     """Does the installed transformers swap T5's norm for apex FusedRMSNorm? Read from its
     source text, without importing transformers (seconds, and it may import apex)."""
-    info: Dict[str, Any] = {"version": _dist_version("transformers")}
+    info: Dict[str, Any] = {"version": distributions.installed_version("transformers")}
     try:
         spec = importlib.util.find_spec("transformers")
     except Exception as exc:  # noqa: BLE001
@@ -246,7 +234,7 @@ def _transformers() -> Dict[str, Any]:
 
 
 def _mix(a: str, b: str) -> str:
-    return "input %s × weight %s" % (_label(a), _label(b))
+    return "input %s × weight %s" % (short_dtype(a), short_dtype(b))
 
 
 def _fused_forward(torch: Any, cls: Any, device: str, x: Any, w: Any, b: Any, in_dt: str, w_dt: str, eps: float) -> Any:
@@ -302,24 +290,18 @@ def _fused_ops(torch: Any, norm: Any, devices: List[str]) -> List[Dict[str, Any]
 
 def _cuda_devices(torch: Any, ctx: ProbeContext) -> List[Dict[str, Any]]:
     devices = []
-    for dev in ctx.select_devices(torch):
-        if not dev.startswith("cuda"):
-            continue
-        info: Dict[str, Any] = {"id": dev}
+    for device in cuda_devices(torch, ctx):
         try:
-            major, minor = torch.cuda.get_device_capability(dev)
-            info["capability"] = "%d.%d" % (int(major), int(minor))
-            info["name"] = torch.cuda.get_device_name(dev)
-        except Exception as exc:  # noqa: BLE001
-            info["error"] = error_text(exc)
-        devices.append(info)
+            with step("starting CUDA on %s" % device, device=device):
+                devices.append(identity(torch, device))
+        except StepLost as lost:
+            devices.append({"id": device, "error": lost.error, "error_type": lost.error_type})
     return devices
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     facts: Dict[str, Any] = {
-        "python": sys.executable,
-        "pip": _dist_version("pip"),
+        "pip": distributions.installed_version("pip"),
         "torch": getattr(torch, "__version__", None) if torch is not None else None,
         "torch_cuda": getattr(getattr(torch, "version", None), "cuda", None) if torch is not None else None,
         "distribution": _distribution(),
@@ -338,14 +320,15 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         # NVIDIA apex imports torch at once; the worker already failed to import it.
         facts["import"] = {"ok": False, "skipped": "torch does not import"}
         return facts
-    facts["import"] = _import("apex")
+    version = (facts["distribution"] or {}).get("version")
+    facts["import"] = _import("apex", version=version)
     if torch is None:
         return facts  # the impostor (or something else) was imported for its error; no torch, no ops
     for ext in facts["extensions"]:
         if ext.get("compiled"):
-            ext["import"] = _import(ext["name"])
+            ext["import"] = _import(ext["name"], version=version)
     # exactly what transformers tries before it swaps T5LayerNorm for FusedRMSNorm
-    facts["normalization_import"] = _import("apex.normalization", ("FusedRMSNorm",))
+    facts["normalization_import"] = _import("apex.normalization", ("FusedRMSNorm",), version=version)
     if not facts["normalization_import"].get("ok"):
         facts["fused_ops"] = "apex.normalization does not import"
         return facts
@@ -355,7 +338,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     facts["construct"] = {}
     for op in ("FusedRMSNorm", "FusedLayerNorm"):
         try:
-            getattr(norm, op)(8)
+            with step("building apex %s(8)" % op, package="apex", op=op, version=version):
+                getattr(norm, op)(8)
             facts["construct"][op] = {"ok": True}
         except Exception as exc:  # noqa: BLE001
             facts["construct"][op] = _error(exc)
@@ -370,20 +354,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------- rules (pure, in the parent)
-
-
-def _label(name: str) -> str:
-    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(name, name)
-
-
-def _vtuple(version: Optional[str]) -> Tuple[int, ...]:
-    parts: List[int] = []
-    for piece in re.split(r"[.+-]", version or ""):
-        match = re.match(r"\d+", piece)
-        if not match:
-            break
-        parts.append(int(match.group()))
-    return tuple(parts)
 
 
 def _extension_errors(facts: Dict[str, Any]) -> List[Tuple[str, str]]:
@@ -409,7 +379,7 @@ def classify(facts: Dict[str, Any]) -> Tuple[str, List[str], List[str]]:
     nvidia: List[str] = []
     version = dist.get("version")
     summary = dist.get("summary") or ""
-    if version and version != NVIDIA_VERSION and _vtuple(version)[:2] == (0, 9):
+    if version and version != NVIDIA_VERSION and release_tuple(version)[:2] == (0, 9):
         impostor.append("distribution apex %s (NVIDIA apex reports version %s)" % (version, NVIDIA_VERSION))
     if re.search(r"pyramid|velruse|recaptcha", summary, re.IGNORECASE):
         impostor.append("summary: %r" % summary)
@@ -446,7 +416,7 @@ def t5_routing(facts: Dict[str, Any]) -> Dict[str, Any]:
         swapping = [m for m, e in read.items() if e.get("swap")]
         source = "source"
     elif version:  # no readable source: GPU-FACTS §5 table
-        v = _vtuple(version)
+        v = release_tuple(version)
         swapping = []
         if SWAP_FIRST <= v < SWAP_REMOVED:
             swapping.append("t5")
@@ -479,16 +449,15 @@ UPGRADE_STORY = ("`pip install --upgrade apex` only seemed to fix seed 002: it r
                  "PyPI package named apex, whose import fails, so transformers fell back to its own T5LayerNorm")
 
 
-def _uninstall_remedy(facts: Dict[str, Any], why: str) -> Remedy:
+def _uninstall_remedy(facts: Dict[str, Any], env: Environment, why: str) -> Remedy:
     dist = facts.get("distribution") or {}
     if dist and not dist.get("error"):
-        return Remedy(why, kind="pip", commands=(_pip(facts, "uninstall", "-y", "apex"),), id="apex-uninstall",
-                      action={"uninstall": ["apex"]})
+        return pip_remedy(why, "apex-uninstall", env, uninstall=["apex"])
     where = ", ".join((facts.get("package") or {}).get("locations") or ()) or "the apex folder on sys.path"
     return Remedy("%s: no pip record owns it, so delete %s by hand" % (why, where), id="apex-remove-folder")
 
 
-def build_remedies(facts: Dict[str, Any], why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
+def build_remedies(facts: Dict[str, Any], env: Environment, why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
     """NVIDIA apex from a source checkout, against the installed torch (GPU-FACTS §5 "Install")."""
     cuda = facts.get("torch_cuda")
     torch_version = facts.get("torch")
@@ -502,10 +471,10 @@ def build_remedies(facts: Dict[str, Any], why: str, uninstall_first: bool = Fals
                  % torch_version)
     else:
         needs = "needs nvcc %s (= torch.version.cuda of torch %s; setup.py refuses another version)" % (cuda, torch_version)
-    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % _pip(facts, "install", "-v", "--no-build-isolation", ".")
-    steps: Tuple[str, ...] = (_pip(facts, "uninstall", "-y", "apex"),) if uninstall_first else ()
+    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % pip_command(env.python, "install", "-v", "--no-build-isolation", ".")
+    steps: Tuple[str, ...] = (pip_command(env.python, "uninstall", "-y", "apex"),) if uninstall_first else ()
     steps += ("git clone %s" % NVIDIA_REPO, "cd apex", env_form)
-    pip_version = _vtuple(facts.get("pip"))
+    pip_version = release_tuple(facts.get("pip"))
     flags: Tuple[str, ...]
     if not pip_version or pip_version >= (23, 1):
         flags = ("--config-settings", '"--build-option=--cpp_ext"', "--config-settings", '"--build-option=--cuda_ext"')
@@ -513,7 +482,7 @@ def build_remedies(facts: Dict[str, Any], why: str, uninstall_first: bool = Fals
     else:
         flags = ('--global-option="--cpp_ext"', '--global-option="--cuda_ext"')
         flag_note = "pip %s < 23.1" % facts.get("pip")
-    flag_form = _pip(facts, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation", *flags, "./")
+    flag_form = pip_command(env.python, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation", *flags, "./")
     return (
         Remedy("%s: build NVIDIA apex from its source with the C++ and CUDA extensions, into this interpreter "
                "(NVIDIA apex is not on PyPI: the index's `apex` is the web toolkit); %s" % (why, needs),
@@ -525,11 +494,11 @@ def build_remedies(facts: Dict[str, Any], why: str, uninstall_first: bool = Fals
     )
 
 
-def _rebuild_or_remove(facts: Dict[str, Any], why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
-    return (*build_remedies(facts, why_build, uninstall_first=True), _uninstall_remedy(facts, why_uninstall))
+def _rebuild_or_remove(facts: Dict[str, Any], env: Environment, why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
+    return (*build_remedies(facts, env, why_build, uninstall_first=True), _uninstall_remedy(facts, env, why_uninstall))
 
 
-def _impostor(facts: Dict[str, Any], evidence: List[str], nvidia: List[str]) -> Finding:
+def _impostor(facts: Dict[str, Any], env: Environment, evidence: List[str], nvidia: List[str]) -> Finding:
     dist = facts.get("distribution") or {}
     package = facts.get("package") or {}
     imp = facts.get("import") or {}
@@ -554,8 +523,8 @@ def _impostor(facts: Dict[str, Any], evidence: List[str], nvidia: List[str]) -> 
         "the installed `apex` %s is the unrelated PyPI web toolkit (%s), not NVIDIA apex"
         % (dist.get("version") or "", dist.get("summary") or "Pyramid toolkit"),
         tuple(lines),
-        (_uninstall_remedy(facts, "Uninstall it: nothing in a PyTorch stack uses the Pyramid toolkit"),
-         *build_remedies(facts, "Only if your code needs NVIDIA apex (most do not: transformers falls back without it)")),
+        (_uninstall_remedy(facts, env, "Uninstall it: nothing in a PyTorch stack uses the Pyramid toolkit"),
+         *build_remedies(facts, env, "Only if your code needs NVIDIA apex (most do not: transformers falls back without it)")),
         {"package": "apex", "version": dist.get("version"), "location": dist.get("location") or package.get("origin")},
     )
 
@@ -609,7 +578,7 @@ def _device_name(facts: Dict[str, Any], device: str) -> str:
     return device
 
 
-def _fused_findings(facts: Dict[str, Any], route: Dict[str, Any]) -> List[Finding]:
+def _fused_findings(facts: Dict[str, Any], env: Environment, route: Dict[str, Any]) -> List[Finding]:
     findings: List[Finding] = []
     failed = _norm_failures(facts)
     if failed:
@@ -639,21 +608,19 @@ def _fused_findings(facts: Dict[str, Any], route: Dict[str, Any]) -> List[Findin
             evidence.append(UPGRADE_STORY + "; it is not a fix: never install apex from PyPI")
         remedies: List[Remedy] = []
         if route.get("routed"):
-            remedies.append(_uninstall_remedy(facts, "Uninstall apex: transformers then builds T5 with its own T5LayerNorm, "
+            remedies.append(_uninstall_remedy(facts, env, "Uninstall apex: transformers then builds T5 with its own T5LayerNorm, "
                                                      "which handles mixed dtypes"))
         if not mismatch_only:
-            remedies.extend(build_remedies(facts, "Rebuild apex against this torch", uninstall_first=True))
+            remedies.extend(build_remedies(facts, env, "Rebuild apex against this torch", uninstall_first=True))
         if mismatched:
             remedies.append(Remedy("Give each fused norm an input of its weight's dtype: load the model in one dtype (e.g. bf16 "
                                    "throughout), or run it under torch.autocast, where apex casts input and weight alike",
                                    id="apex-norm-same-dtype"))
         if route.get("routed"):
-            remedies.append(Remedy("Or upgrade transformers to 5.8.0 or later, which no longer swaps in apex FusedRMSNorm "
-                                   "(a major upgrade from 4.x)", kind="pip",
-                                   commands=(_pip(facts, "install", "transformers>=5.8.0"),), id="transformers-upgrade",
-                                   action={"install": ["transformers>=5.8.0"]}))
+            remedies.append(pip_remedy("Or upgrade transformers to 5.8.0 or later, which no longer swaps in apex FusedRMSNorm "
+                                       "(a major upgrade from 4.x)", "transformers-upgrade", env, install=["transformers>=5.8.0"]))
         if not route.get("routed"):
-            remedies.append(_uninstall_remedy(facts, "Or uninstall apex if nothing here needs it"))
+            remedies.append(_uninstall_remedy(facts, env, "Or uninstall apex if nothing here needs it"))
         findings.append(Finding(
             ID, "apex-fused-norm-fails", severity, title, tuple(evidence), tuple(remedies),
             {"package": "apex", "devices": sorted({o["device"] for o in failed}),
@@ -667,13 +634,13 @@ def _fused_findings(facts: Dict[str, Any], route: Dict[str, Any]) -> List[Findin
             "apex fused norms run but compute wrong values on %s" % ", ".join(sorted({o["device"] for o in wrong})),
             tuple("%s %s %s: max relative error %s vs the fp32 torch reference"
                   % (o["device"], o["op"], _mix(o["dtype"], o.get("weight_dtype") or "?"), o["max_rel_err"]) for o in wrong),
-            _rebuild_or_remove(facts, "Rebuild apex for this GPU and torch", "Or uninstall apex (transformers falls back to its own norms)"),
+            _rebuild_or_remove(facts, env, "Rebuild apex for this GPU and torch", "Or uninstall apex (transformers falls back to its own norms)"),
             {"package": "apex", "devices": sorted({o["device"] for o in wrong})},
         ))
     return findings
 
 
-def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
+def _nvidia(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     dist = facts.get("distribution") or {}
     imp = facts.get("import") or {}
@@ -701,7 +668,7 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
             ID, "apex-extension-abi", Severity.ERROR,
             "apex's compiled extensions were built for another torch: %s fail to load" % ", ".join(n for n, _ in abi),
             tuple(evidence),
-            _rebuild_or_remove(facts, "Rebuild apex from source against the installed torch %s" % facts.get("torch"),
+            _rebuild_or_remove(facts, env, "Rebuild apex from source against the installed torch %s" % facts.get("torch"),
                                "Or uninstall apex if nothing here needs it (transformers falls back to its own norms)"),
             dict(subject, modules=[n for n, _ in abi]),
         ))
@@ -712,7 +679,7 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
             "apex's compiled extensions fail to load: %s" % ", ".join(n for n, _ in other),
             tuple(["%s: %s" % (n, e) for n, e in other] + _construct_lines(facts, [e for _, e in other])
                   + [line for line in [_ops_failing_with(facts, [e for _, e in other])] if line]),
-            _rebuild_or_remove(facts, "Rebuild apex from source in this environment", "Or uninstall apex if nothing here needs it"),
+            _rebuild_or_remove(facts, env, "Rebuild apex from source in this environment", "Or uninstall apex if nothing here needs it"),
             dict(subject, modules=[n for n, _ in other]),
         ))
     if not imp.get("ok") or not norm.get("ok"):
@@ -726,7 +693,7 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
                 "NVIDIA apex is installed but `%s` fails"
                 % ("import apex" if failed is imp else "from apex.normalization import FusedRMSNorm"),
                 ("%s: %s" % (failed.get("error_type"), failed.get("error")), "at %s" % failed.get("where"), fallback),
-                _rebuild_or_remove(facts, "Rebuild apex from source against this torch", "Or uninstall apex if nothing here needs it"),
+                _rebuild_or_remove(facts, env, "Rebuild apex from source against this torch", "Or uninstall apex if nothing here needs it"),
                 subject,
             ))
         return findings
@@ -750,9 +717,9 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
             evidence.append("apex.normalization imports, and its layers fail when built or at their first CUDA forward")
         if routed:
             evidence.append(_routing_line(route))
-        uninstall = _uninstall_remedy(facts, "Uninstall apex: transformers then uses its own T5LayerNorm")
+        uninstall = _uninstall_remedy(facts, env, "Uninstall apex: transformers then uses its own T5LayerNorm")
         if facts.get("torch_cuda"):
-            remedies = (*build_remedies(facts, "Rebuild apex with its CUDA extensions", uninstall_first=True), uninstall)
+            remedies = (*build_remedies(facts, env, "Rebuild apex with its CUDA extensions", uninstall_first=True), uninstall)
         else:  # a CPU torch: nothing to build the extensions against
             remedies = (uninstall,)
         findings.append(Finding(
@@ -762,7 +729,7 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
                 " and transformers still routes %s through them" % ", ".join(route["models"]) if routed else ""),
             tuple(evidence), remedies, dict(subject, missing=[NORM_EXTENSION] if cuda_found else list(CUDA_EXTENSIONS)),
         ))
-    findings.extend(_fused_findings(facts, route))
+    findings.extend(_fused_findings(facts, env, route))
     if facts.get("fused_ops") == "no CUDA device":
         findings.append(Finding(
             ID, "apex-no-cuda-device", Severity.INFO, "no CUDA device: apex's fused norms were not run",
@@ -779,12 +746,12 @@ def _nvidia(facts: Dict[str, Any]) -> List[Finding]:
     return findings
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     kind, impostor, nvidia = classify(facts)
     if kind == "absent":
         return []
     if kind == "impostor":
-        return [_impostor(facts, impostor, nvidia)]
+        return [_impostor(facts, env, impostor, nvidia)]
     if kind == "unknown":
         dist = facts.get("distribution") or {}
         package = facts.get("package") or {}
@@ -798,11 +765,11 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
             ID, "apex-unrecognized", Severity.WARNING,
             "an `apex` is installed that is neither NVIDIA apex nor the known PyPI toolkit",
             tuple(evidence),
-            (_uninstall_remedy(facts, "Uninstall it if nothing here needs it"),
-             *build_remedies(facts, "If you need NVIDIA apex", uninstall_first=True)),
+            (_uninstall_remedy(facts, env, "Uninstall it if nothing here needs it"),
+             *build_remedies(facts, env, "If you need NVIDIA apex", uninstall_first=True)),
             {"package": "apex", "version": dist.get("version")},
         )]
-    return _nvidia(facts)
+    return _nvidia(facts, env)
 
 
 def summarize(facts: Dict[str, Any]) -> str:

@@ -20,8 +20,12 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.microops import error_text, randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.commands import config_remedy, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.probekit.gpus import capability_tuple, device_index, identity
+from envdoctor.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.probekit.steps import step
+from envdoctor.probekit.text import dedupe, error_text
 
 ID = "bf16-support"
 NATIVE_CC = (8, 0)  # GPU-FACTS.md §2: "BF16 requires compute capability 8.0 or higher"
@@ -91,15 +95,14 @@ def _time(torch: Any, device: str) -> Dict[str, Any]:
 
 
 def _probe_device(torch: Any, device: str, index: int, info: Dict[str, Any], ops: List[Dict[str, Any]]) -> None:
-    info["name"], err = _guard(lambda: torch.cuda.get_device_name(index))
-    if err:
-        info["name_error"] = err
-    cap, err = _guard(lambda: tuple(torch.cuda.get_device_capability(index)))
-    info["capability"] = "%d.%d" % (int(cap[0]), int(cap[1])) if cap else None
-    if err:
-        info["capability_error"] = err
+    with step("reading the identity of %s" % device, device=device):
+        ident = identity(torch, device)
+    info["name"], info["capability"] = ident["name"], ident["capability"]
+    if ident.get("error"):  # not "error": that key means the bf16 probe itself failed
+        info["identity_error"] = ident["error"]
     bf16 = torch.bfloat16
-    with torch.cuda.device(index):  # is_bf16_supported() asks about the *current* device
+    with torch.cuda.device(index), step("asking torch about bf16 on %s" % device, device=device):
+        # is_bf16_supported() asks about the *current* device
         info["is_bf16_supported"], err = _guard(lambda: bool(torch.cuda.is_bf16_supported()))
         if err:
             info["is_bf16_supported_error"] = err
@@ -113,12 +116,14 @@ def _probe_device(torch: Any, device: str, index: int, info: Dict[str, Any], ops
             info["is_bf16_supported_native"] = None
             info["including_emulation_keyword"] = True
             info["is_bf16_supported_native_error"] = error_text(exc)
+    with torch.cuda.device(index):
         ops.append(run_op(torch, "tensor", device, "bfloat16", lambda: torch.ones(4, dtype=bf16, device=device)))
         fn, ref = _matmul(torch, MATMUL_N, device, bf16, 45)
         matmul = run_op(torch, "matmul", device, "bfloat16", fn, ref, shape=[MATMUL_N, MATMUL_N, MATMUL_N])
         ops.append(matmul)
         if matmul["ok"]:
-            info["timing"] = _time(torch, device)
+            with step("timing fp32/fp16/bf16 matmuls on %s" % device, device=device):
+                info["timing"] = _time(torch, device)
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
@@ -140,7 +145,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         facts["cuda_seen"] = [d for d in available_devices(torch) if d.startswith("cuda")] if ctx.devices is not None else []
         return facts
     for device in devices:
-        index = int(device.split(":")[1])
+        index = device_index(device)
         info: Dict[str, Any] = {"id": device, "index": index}
         facts["devices"].append(info)
         try:
@@ -155,14 +160,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 
 def _cc(dev: Dict[str, Any]) -> Optional[Tuple[int, int]]:
-    cap = dev.get("capability")
-    if not cap:
-        return None
-    try:
-        major, minor = str(cap).split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return None
+    return capability_tuple(dev.get("capability"))
 
 
 def _op(ops: List[Dict[str, Any]], device: str, op: str) -> Optional[Dict[str, Any]]:
@@ -190,7 +188,7 @@ def _errors(facts: Dict[str, Any], dev: Dict[str, Any]) -> List[str]:
     errors = [dev.get("error"), (tensor or {}).get("error"), (matmul or {}).get("error")]
     if not matmul and not dev.get("error"):
         errors.append("no bf16 matmul was run")
-    return _dedupe([str(e) for e in errors if e])
+    return dedupe([str(e) for e in errors if e])
 
 
 def mode(facts: Dict[str, Any], dev: Dict[str, Any]) -> str:
@@ -217,14 +215,12 @@ def _label(dev: Dict[str, Any]) -> str:
 
 def _precision_remedies(dev: Dict[str, Any]) -> Tuple[Remedy, ...]:
     return (
-        Remedy("Compute in fp16 with loss scaling instead: accelerate `mixed_precision: fp16`, transformers `fp16=True` "
-               "(and `bf16=False`), OneTrainer `train_dtype: FLOAT_16`, vLLM `--dtype half`",
-               kind="config", id="precision-fp16",
-               action={"set": {"precision": "fp16"}, "when": {"device": dev["id"], "precision": "bf16"}}),
-        Remedy("Or compute in fp32 (slowest, most memory, no overflow risk): accelerate `mixed_precision: no`, "
-               "transformers `fp16=False, bf16=False`",
-               kind="config", id="precision-fp32",
-               action={"set": {"precision": "fp32"}, "when": {"device": dev["id"], "precision": "bf16"}}),
+        config_remedy("Compute in fp16 with loss scaling instead: accelerate `mixed_precision: fp16`, transformers `fp16=True` "
+                      "(and `bf16=False`), OneTrainer `train_dtype: FLOAT_16`, vLLM `--dtype half`",
+                      "precision-fp16", {"precision": "fp16"}, when={"device": dev["id"], "precision": "bf16"}),
+        config_remedy("Or compute in fp32 (slowest, most memory, no overflow risk): accelerate `mixed_precision: no`, "
+                      "transformers `fp16=False, bf16=False`",
+                      "precision-fp32", {"precision": "fp32"}, when={"device": dev["id"], "precision": "bf16"}),
         Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100); "
                "in Colab: Runtime → Change runtime type → A100 or L4",
                kind="manual", id="use-ampere-gpu"),
@@ -258,12 +254,11 @@ def _timing_evidence(dev: Dict[str, Any]) -> List[str]:
     return [text]
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     if facts.get("no_bfloat16"):
         return [Finding(ID, "no-bfloat16", Severity.WARNING, "torch %s has no bfloat16 dtype" % facts.get("torch"),
                         ("hasattr(torch, 'bfloat16') is False",),
-                        (Remedy("Use fp16 or fp32, or upgrade torch", kind="pip", commands=("python -m pip install --upgrade torch",),
-                                id="torch-upgrade", action={"upgrade": ["torch"]}),), {})]
+                        (pip_remedy("Use fp16 or fp32, or upgrade torch", "torch-upgrade", env, upgrade=["torch"]),), {})]
     devices = facts.get("devices") or []
     if not devices:
         return [_no_cuda(facts)]
@@ -314,14 +309,6 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                         _precision_remedies(dev)[:2], subject)
             )
     return findings
-
-
-def _dedupe(items: List[str]) -> List[str]:
-    out: List[str] = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def _cpu_text(facts: Dict[str, Any]) -> str:

@@ -4,12 +4,14 @@ implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
-from envdoctor.microops import dtype_name, randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+from envdoctor.commands import config_remedy, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+from envdoctor.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.probekit.steps import step
+from envdoctor.probekit.text import dtype_name, error_text, short_dtype
 
 ID = "cpu-half-kernels"
 DTYPES = ("float16", "bfloat16")
@@ -58,10 +60,10 @@ def _autocast(torch: Any, dt: Any) -> Dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with torch.autocast(device_type="cpu", dtype=dt):
+            with step("running autocast %s on cpu" % name, op="autocast", device="cpu", dtype=name), torch.autocast(device_type="cpu", dtype=dt):
                 out = torch.mm(a, b)
-        except Exception as exc:  # noqa: BLE001
-            return op_fact("autocast", "cpu", name, False, str(exc).strip()[:600], None, error_type=type(exc).__name__)
+        except Exception as exc:  # noqa: BLE001 - StepLost too: the failure is the fact
+            return op_fact("autocast", "cpu", name, False, error_text(exc), None, error_type=getattr(exc, "error_type", type(exc).__name__))
     got = dtype_name(out.dtype)
     if got != name:
         message = "; ".join(sorted({str(w.message) for w in caught})) or "autocast computed in %s" % got
@@ -73,7 +75,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     devices = available_devices(torch)
     facts: Dict[str, Any] = {
         "torch": torch.__version__,
-        "python": sys.executable,
         "accelerators": [d for d in devices if d != "cpu"],
         "ops": [],
     }
@@ -95,39 +96,33 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------- rules
 
-_LABEL = {"float16": "fp16", "bfloat16": "bf16"}
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any]) -> Tuple[Remedy, ...]:
-    label = _LABEL.get(dtype, dtype)
-    upgrade = [facts.get("python") or "python", "-m", "pip", "install", "--upgrade", "torch"]
-    if not facts.get("accelerators"):  # no GPU here: the CPU build, not GBs of CUDA libraries
-        upgrade += ["--index-url", "https://download.pytorch.org/whl/cpu"]
+def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environment) -> Tuple[Remedy, ...]:
+    label = short_dtype(dtype)
+    # no GPU here: the CPU build, not GBs of CUDA libraries
+    index = None if facts.get("accelerators") else CPU_INDEX
     return (
-        Remedy(
+        config_remedy(
             "Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
             "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`",
-            kind="config",
-            id="precision-fp32",
-            action={"set": {"precision": "fp32"}, "when": {"device": "cpu", "precision": label}},
+            "precision-fp32", {"precision": "fp32"}, when={"device": "cpu", "precision": label},
         ),
         Remedy(
             "Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where %s kernels exist" % label,
             kind="manual",
             id="use-gpu",
         ),
-        Remedy(
+        pip_remedy(
             "Upgrade torch: torch %s lacks CPU %s kernels for %s; measured, torch 2.13 runs all of them on the CPU"
             % (facts.get("torch", "?"), label, ", ".join(ops)),
-            kind="pip",
-            commands=(" ".join(upgrade),),
-            id="torch-upgrade",
-            action={"upgrade": ["torch"]},
+            "torch-upgrade", env, upgrade=["torch"], index_url=index,
         ),
     )
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     ops = [o for o in facts.get("ops") or () if o.get("device") == "cpu"]
     # Only a CPU-only machine trains on the CPU by default; with a GPU this matters
@@ -136,7 +131,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
     for dtype in DTYPES:
         mine = [o for o in ops if o.get("dtype") == dtype]
         failed = [o for o in mine if not o.get("ok")]
-        label = _LABEL[dtype]
+        label = short_dtype(dtype)
         if failed:
             names = [o["op"] for o in failed]
             findings.append(
@@ -146,7 +141,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                     severity,
                     "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names)),
                     tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
-                    _remedies(dtype, names, facts),
+                    _remedies(dtype, names, facts, env),
                     {"device": "cpu", "dtype": dtype, "ops": names},
                 )
             )
@@ -159,7 +154,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                     Severity.ERROR,
                     "%s on CPU: %s run but return wrong numbers" % (label, ", ".join(o["op"] for o in wrong)),
                     tuple("%s %s cpu: max relative error %s vs fp32 (tolerance %g)" % (o["op"], label, o.get("max_rel_err"), TOLERANCE[dtype]) for o in wrong),
-                    _remedies(dtype, [o["op"] for o in wrong], facts),
+                    _remedies(dtype, [o["op"] for o in wrong], facts, env),
                     {"device": "cpu", "dtype": dtype, "ops": [o["op"] for o in wrong]},
                 )
             )
@@ -185,7 +180,7 @@ def summarize(facts: Dict[str, Any]) -> str:
         good = [o for o in mine if o.get("ok")]
         errs = [float(o["max_rel_err"]) for o in good if isinstance(o.get("max_rel_err"), (int, float))]
         worst = (", max rel err %.1e" % max(errs)) if errs else ""
-        parts.append("%s %d/%d ops%s" % (_LABEL[dtype], len(good), len(mine), worst))
+        parts.append("%s %d/%d ops%s" % (short_dtype(dtype), len(good), len(mine), worst))
     return "; ".join(parts)
 
 

@@ -7,24 +7,25 @@ per dtype compared with an fp32 CPU reference on the same rounded inputs, and a
 small cuDNN conv2d. Free/total device memory is recorded at the start and right
 after any failure, because `CUBLAS_STATUS_NOT_INITIALIZED` is most often an
 out-of-memory GPU, not a broken install (seed 002: some processes of a multi-GPU
-A100 xDiT run failed with it). Those findings are filed under the stable id
-`device-memory` (DESIGN.md), the others under `cublas`.
+A100 xDiT run failed with it): then the finding says so (`cublas-init-oom`); the
+device-memory check records each device's memory on its own.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import pip_for as _pip
-from envdoctor.commands import quote as _quote
-from envdoctor.microops import error_text, randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.commands import config_remedy, env_remedy, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.probekit.distributions import requires
+from envdoctor.probekit.gpus import capability_tuple, cuda_devices, device_index, identity
+from envdoctor.probekit.ops import attempt, randn, run_op, seeded_generator
+from envdoctor.probekit.steps import step
+from envdoctor.probekit.text import dedupe, error_text, short_dtype
 
 ID = "cublas"
-MEMORY_ID = "device-memory"  # the stable id for "out of memory that surfaces as cuBLAS/cuDNN errors"
 
 GEMM_DTYPES = ("float32", "float16", "bfloat16")
 CONV_DTYPES = ("float32", "float16")
@@ -57,21 +58,14 @@ def _mem(torch: Any, index: int) -> Dict[str, Any]:
         return {"error": error_text(exc), "error_type": type(exc).__name__}
 
 
-def _guard(fn: Any) -> Tuple[Any, Optional[str]]:
-    try:
-        return fn(), None
-    except Exception as exc:  # noqa: BLE001
-        return None, error_text(exc)
-
-
 def _cudnn(torch: Any) -> Dict[str, Any]:
     cudnn = torch.backends.cudnn
     info: Dict[str, Any] = {"enabled": bool(getattr(cudnn, "enabled", False))}
-    info["available"], err = _guard(lambda: bool(cudnn.is_available()))
+    info["available"], err = attempt(lambda: bool(cudnn.is_available()))
     if err:
         info["available_error"] = err
     # version() loads libcudnn and raises on a version mismatch ("cuDNN version incompatibility: ...")
-    info["version"], err = _guard(lambda: cudnn.version())
+    info["version"], err = attempt(lambda: cudnn.version())
     if err:
         info["error"] = err
     return info
@@ -81,15 +75,8 @@ def _cuda_requirements() -> List[str]:
     """torch's own pins on its CUDA math libraries (pip installs), e.g.
     `nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"` or, from torch 2.11,
     `cuda-toolkit[cublas,cudart,...]==13.0.2` (GPU-FACTS.md §3a)."""
-    try:
-        from importlib.metadata import requires
-    except ImportError:  # pragma: no cover - Python 3.7
-        return []
-    try:
-        reqs = requires("torch") or []
-    except Exception:  # noqa: BLE001 - conda or a source build: no metadata
-        return []
-    return [r for r in reqs if "cublas" in r.lower() or "cudnn" in r.lower()]
+    # conda or a source build: no metadata, no pins
+    return [r for r in requires("torch") if "cublas" in r.lower() or "cudnn" in r.lower()]
 
 
 def _loaded_libraries() -> List[str]:
@@ -130,24 +117,22 @@ def _conv(torch: Any, F: Any, tensors: Tuple[Any, Any, Any], device: str, dt: An
 
 
 def _probe_device(torch: Any, F: Any, device: str, index: int, info: Dict[str, Any], ops: List[Dict[str, Any]], cudnn_on: bool) -> None:
-    info["mem_start"] = _mem(torch, index)
-    name, err = _guard(lambda: torch.cuda.get_device_name(index))
-    info["name"] = name
-    if err:
-        info["name_error"] = err
-    cap, err = _guard(lambda: tuple(torch.cuda.get_device_capability(index)))
-    info["capability"] = "%d.%d" % (int(cap[0]), int(cap[1])) if cap else None
-    if err:
-        info["capability_error"] = err
+    with step("starting CUDA on %s" % device, device=device):
+        info["mem_start"] = _mem(torch, index)
+        ident = identity(torch, device)
+    info["name"], info["capability"] = ident["name"], ident["capability"]
+    if ident.get("error"):
+        info["identity_error"] = ident["error"]
     gen = seeded_generator(torch, 50)
     a, b = randn(torch, gen, GEMM_N, GEMM_N), randn(torch, gen, GEMM_N, GEMM_N)
     conv_in = (randn(torch, gen, 1, 3, 16, 16), randn(torch, gen, 8, 3, 3, 3), randn(torch, gen, 8))
     with torch.cuda.device(index):
         try:
-            torch.cuda.current_blas_handle()
+            with step("creating the cuBLAS handle on %s" % device, device=device, op="cublas handle"):
+                torch.cuda.current_blas_handle()
             info["handle"] = {"ok": True, "error": None}
-        except Exception as exc:  # noqa: BLE001 - CUBLAS_STATUS_NOT_INITIALIZED & co. are the facts
-            info["handle"] = {"ok": False, "error": error_text(exc), "error_type": type(exc).__name__,
+        except Exception as exc:  # noqa: BLE001 - CUBLAS_STATUS_NOT_INITIALIZED & co. are the facts (and a lost step)
+            info["handle"] = {"ok": False, "error": error_text(exc), "error_type": getattr(exc, "error_type", type(exc).__name__),
                               "mem_after_failure": _mem(torch, index)}
         for name_ in GEMM_DTYPES:
             dt = getattr(torch, name_, None)
@@ -171,12 +156,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "torch": torch.__version__,
         "cuda_build": getattr(torch.version, "cuda", None),
         "hip": getattr(torch.version, "hip", None),
-        "python": sys.executable,
-        "prefix": sys.prefix,
         "devices": [],
         "ops": [],
     }
-    devices = [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
+    devices = cuda_devices(torch, ctx)
     if not devices:
         # Cheap on a CPU-only build: is_available() answers without touching a driver.
         facts["cuda_seen"] = [d for d in available_devices(torch) if d.startswith("cuda")] if ctx.devices is not None else []
@@ -185,14 +168,14 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     facts["requirements"] = _cuda_requirements()
     facts["cudnn"] = cudnn = _cudnn(torch)
     facts["tf32"] = {
-        "matmul": _guard(lambda: bool(torch.backends.cuda.matmul.allow_tf32))[0],
-        "cudnn": _guard(lambda: bool(torch.backends.cudnn.allow_tf32))[0],
+        "matmul": attempt(lambda: bool(torch.backends.cuda.matmul.allow_tf32))[0],
+        "cudnn": attempt(lambda: bool(torch.backends.cudnn.allow_tf32))[0],
     }
     import torch.nn.functional as F
 
     cudnn_on = bool(cudnn.get("enabled") and cudnn.get("available"))
     for device in devices:
-        index = int(device.split(":")[1])
+        index = device_index(device)
         info: Dict[str, Any] = {"id": device, "index": index}
         facts["devices"].append(info)
         try:
@@ -238,13 +221,8 @@ def _wrong(fact: Dict[str, Any]) -> bool:
 
 def _below_bf16(dev: Dict[str, Any], facts: Dict[str, Any]) -> bool:
     """bf16 GEMM on a pre-Ampere NVIDIA GPU is the bf16-support check's business."""
-    cap = dev.get("capability")
-    if facts.get("hip") or not cap:
-        return False
-    try:
-        return tuple(int(x) for x in str(cap).split(".")[:2]) < (8, 0)
-    except ValueError:
-        return False
+    cap = capability_tuple(dev.get("capability"))
+    return not facts.get("hip") and cap is not None and cap < (8, 0)
 
 
 def _label(dev: Dict[str, Any]) -> str:
@@ -253,40 +231,32 @@ def _label(dev: Dict[str, Any]) -> str:
     return "%s %s%s" % (dev["id"], name, " (compute capability %s)" % cap if cap else "")
 
 
-def _reinstall_remedy(facts: Dict[str, Any], library: str) -> Remedy:
+def _reinstall_remedy(facts: Dict[str, Any], env: Environment, library: str) -> Remedy:
     """Reinstall exactly the cuBLAS / cuDNN build that this torch pins."""
     pins = [r.split(";")[0].strip() for r in facts.get("requirements") or () if library in r.lower()]
     version = str(facts.get("torch") or "")
     if pins:
         spec = pins[0]
-        args = ["install", "--force-reinstall"]
-        if spec.lower().startswith("nvidia-"):
-            args.append("--no-deps")  # the nvidia-* wheels are leaves; do not touch torch
-        args.append(spec)
-        return Remedy(
+        return pip_remedy(
             "Reinstall the %s that torch %s was built with (%s): a damaged or mismatched copy makes every handle fail"
             % ("cuBLAS" if library == "cublas" else "cuDNN", version, spec),
-            kind="pip", commands=(_pip(facts, *args),), id="reinstall-%s" % library,
-            action={"install": [spec], "force_reinstall": True},
+            "reinstall-%s" % library, env, install=[spec], force_reinstall=True,
+            no_deps=spec.lower().startswith("nvidia-"),  # the nvidia-* wheels are leaves; do not touch torch
         )
     base, _, local = version.partition("+")
     cuda = facts.get("cuda_build") or ""
     tag = local if local.startswith("cu") else ("cu" + cuda.replace(".", "") if cuda else "")
-    commands: Tuple[str, ...] = ()
+    summary = ("Reinstall torch %s with the CUDA %s libraries it was built for (pip wheels bring cuBLAS/cuDNN as nvidia-*-cuXX "
+               "packages; conda: reinstall pytorch-cuda from the same channel)" % (version, cuda or "?"))
     if base and tag:
-        index = "https://download.pytorch.org/whl/%s" % tag
-        commands = (_pip(facts, "install", "--force-reinstall", "torch==%s" % base, "--index-url", index),)
-    return Remedy(
-        "Reinstall torch %s with the CUDA %s libraries it was built for (pip wheels bring cuBLAS/cuDNN as nvidia-*-cuXX "
-        "packages; conda: reinstall pytorch-cuda from the same channel)" % (version, cuda or "?"),
-        kind="pip" if commands else "manual", commands=commands, id="reinstall-torch-cuda",
-        action={"install": ["torch==%s" % base], "force_reinstall": True} if commands else {},
-    )
+        return pip_remedy(summary, "reinstall-torch-cuda", env, install=["torch==%s" % base], force_reinstall=True,
+                          index_url="https://download.pytorch.org/whl/%s" % tag)
+    return Remedy(summary, id="reinstall-torch-cuda")
 
 
-def _foreign_libraries(facts: Dict[str, Any], library: str) -> List[str]:
+def _foreign_libraries(facts: Dict[str, Any], env: Environment, library: str) -> List[str]:
     """Loaded copies of the library that are not torch's own pip/conda ones."""
-    prefix = str(facts.get("prefix") or "").rstrip("/")
+    prefix = str(env.prefix or "").rstrip("/")
     out = []
     for path in facts.get("libraries") or ():
         base = os.path.basename(path)
@@ -316,17 +286,18 @@ def _ld_without(ld: str, foreign: List[str]) -> Optional[str]:
     return ":".join(keep) if len(keep) < len(entries) else None
 
 
-def _ld_remedy(facts: Dict[str, Any], library: str) -> Remedy:
+def _ld_remedy(facts: Dict[str, Any], env: Environment, library: str) -> Remedy:
     name = "libcublas" if library == "cublas" else "libcudnn"
     ld = (facts.get("env") or {}).get("LD_LIBRARY_PATH") or ""
-    foreign = _foreign_libraries(facts, name)
+    foreign = _foreign_libraries(facts, env, name)
     if foreign:
         fixed = _ld_without(ld, foreign) if ld else None
         if fixed is not None:
-            return Remedy("This process loaded another %s than torch's own (%s) through LD_LIBRARY_PATH; drop that directory from it"
-                          % (name, ", ".join(foreign)),
-                          kind="env", commands=("export LD_LIBRARY_PATH=%s" % _quote(fixed) if fixed else "unset LD_LIBRARY_PATH",),
-                          id="ld-library-path", action={"set_env": {"LD_LIBRARY_PATH": fixed}} if fixed else {"unset_env": ["LD_LIBRARY_PATH"]})
+            why = "This process loaded another %s than torch's own (%s) through LD_LIBRARY_PATH; drop that directory from it" % (
+                name, ", ".join(foreign))
+            if fixed:
+                return env_remedy(why, "ld-library-path", set_env={"LD_LIBRARY_PATH": fixed})
+            return env_remedy(why, "ld-library-path", unset_env=["LD_LIBRARY_PATH"])
         return Remedy("This process loaded another %s than torch's own (%s): find what puts it first (LD_LIBRARY_PATH, LD_PRELOAD, "
                       "/etc/ld.so.conf) and remove it" % (name, ", ".join(foreign)), kind="manual", id="ld-library-path")
     return Remedy("If LD_LIBRARY_PATH points at another CUDA toolkit's lib directory, its %s can shadow torch's own; the copies this "
@@ -334,13 +305,13 @@ def _ld_remedy(facts: Dict[str, Any], library: str) -> Remedy:
                   kind="manual", id="ld-library-path")
 
 
-def _library_remedies(facts: Dict[str, Any], library: str) -> Tuple[Remedy, ...]:
+def _library_remedies(facts: Dict[str, Any], env: Environment, library: str) -> Tuple[Remedy, ...]:
     return (
-        _reinstall_remedy(facts, library),
+        _reinstall_remedy(facts, env, library),
         Remedy("Check the driver: `nvidia-smi` must list this GPU without errors, and the driver must be new enough for CUDA %s "
                "(see the cuda-compat check)" % (facts.get("cuda_build") or "?"),
                kind="manual", commands=("nvidia-smi",), id="check-driver"),
-        _ld_remedy(facts, library),
+        _ld_remedy(facts, env, library),
     )
 
 
@@ -363,17 +334,16 @@ def _memory_remedies(facts: Dict[str, Any], dev: Dict[str, Any], others: List[Di
                "a crashed earlier run, a notebook kernel or another rank of the same job on this GPU are the usual holders",
                kind="manual", commands=("nvidia-smi", "nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv"),
                id="free-gpu"),
-        Remedy("Use a smaller batch size (or gradient accumulation, gradient checkpointing) so the run fits next to what else is resident",
-               kind="config", id="smaller-batch", action={"reduce": ["batch_size"]}),
+        config_remedy("Use a smaller batch size (or gradient accumulation, gradient checkpointing) so the run fits next to what else "
+                      "is resident", "smaller-batch", {}, reduce=["batch_size"]),
     ]
     visible = _visible_indices(facts, others)
     if visible:
-        remedies.append(Remedy("Set CUDA_VISIBLE_DEVICES to the GPUs that have free memory (here: %s)" % visible, kind="env",
-                               commands=("export CUDA_VISIBLE_DEVICES=%s" % visible,), id="visible-devices",
-                               action={"set_env": {"CUDA_VISIBLE_DEVICES": visible}}))
+        remedies.append(env_remedy("Set CUDA_VISIBLE_DEVICES to the GPUs that have free memory (here: %s)" % visible,
+                                   "visible-devices", set_env={"CUDA_VISIBLE_DEVICES": visible}))
     elif len(facts.get("devices") or ()) > 1:
         remedies.append(Remedy("Set CUDA_VISIBLE_DEVICES to a GPU with free memory (none of the probed ones has any now)",
-                               kind="env", id="visible-devices"))
+                               id="visible-devices"))
     return tuple(remedies)
 
 
@@ -401,7 +371,7 @@ def _healthy(dev: Dict[str, Any], ops: List[Dict[str, Any]], facts: Dict[str, An
     return not _device_failures(dev, ops, facts) and not _low(dev.get("mem_start"))
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     devices = facts.get("devices") or []
     if not devices:
         return [_no_cuda(facts)]
@@ -411,16 +381,16 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
     if cudnn.get("error"):
         findings.append(
             Finding(ID, "cudnn-failed", Severity.ERROR, "cuDNN does not load: %s" % cudnn["error"],
-                    ("torch.backends.cudnn.version(): %s" % cudnn["error"],), _library_remedies(facts, "cudnn"), {"library": "cudnn"})
+                    ("torch.backends.cudnn.version(): %s" % cudnn["error"],), _library_remedies(facts, env, "cudnn"), {"library": "cudnn"})
         )
     for dev in devices:
         ops = [o for o in all_ops if o.get("device") == dev["id"]]
         others = [d for d in devices if d is not dev and _healthy(d, [o for o in all_ops if o.get("device") == d["id"]], facts)]
-        findings.extend(_diagnose_device(facts, dev, ops, others))
+        findings.extend(_diagnose_device(facts, env, dev, ops, others))
     return findings
 
 
-def _diagnose_device(facts: Dict[str, Any], dev: Dict[str, Any], ops: List[Dict[str, Any]], others: List[Dict[str, Any]]) -> List[Finding]:
+def _diagnose_device(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any], ops: List[Dict[str, Any]], others: List[Dict[str, Any]]) -> List[Finding]:
     label = _label(dev)
     subject = {"device": dev["id"], "name": dev.get("name"), "capability": dev.get("capability")}
     failures = _device_failures(dev, ops, facts)
@@ -435,13 +405,13 @@ def _diagnose_device(facts: Dict[str, Any], dev: Dict[str, Any], ops: List[Dict[
         low = _low(mem_fail) or _low(dev.get("mem_start"))
         evidence = ["%s %s: %s" % (dev["id"], step, rec.get("error")) for step, rec in failures]
         evidence += [t for t in (_mem_text("at start", dev.get("mem_start")), _mem_text("right after the first failure", mem_fail)) if t]
-        evidence = _dedupe(evidence)
+        evidence = dedupe(evidence)
         if oom_text or (init_alloc and low):
             free = (mem_fail or {}).get("free", (dev.get("mem_start") or {}).get("free"))
             total = (mem_fail or {}).get("total", (dev.get("mem_start") or {}).get("total"))
             how = "%s free of %s" % (_mib(free), _mib(total)) if free is not None and total else "memory exhausted"
             findings.append(
-                Finding(MEMORY_ID, "cublas-init-oom", Severity.ERROR,
+                Finding(ID, "cublas-init-oom", Severity.ERROR,
                         "%s is out of memory (%s): cuBLAS/cuDNN cannot start there, which reads as %s"
                         % (label, how, _short(texts[0])),
                         tuple(evidence), _memory_remedies(facts, dev, others), dict(subject, step=first_step))
@@ -456,18 +426,18 @@ def _diagnose_device(facts: Dict[str, Any], dev: Dict[str, Any], ops: List[Dict[
                 Finding(ID, "cublas-init-failed", Severity.ERROR,
                         "%s: %s%s: %s" % (label, what, memory, _short(texts[0])),
                         tuple(evidence + _library_evidence(facts, "libcublas")),
-                        _library_remedies(facts, "cublas") + _other_gpu_remedy(facts, others), dict(subject, step=first_step))
+                        _library_remedies(facts, env, "cublas") + _other_gpu_remedy(facts, others), dict(subject, step=first_step))
             )
         else:
             gemm = [(s, r) for s, r in failures if s.startswith("gemm")]
             if gemm:
                 findings.append(
                     Finding(ID, "gemm-failed", Severity.ERROR,
-                            "%s: %s GEMM fails" % (label, "/".join(_short_dtype(r.get("dtype")) for _, r in gemm)),
-                            tuple(_dedupe(["%s %s: %s" % (dev["id"], s, r.get("error")) for s, r in gemm]
+                            "%s: %s GEMM fails" % (label, "/".join(short_dtype(r.get("dtype")) for _, r in gemm)),
+                            tuple(dedupe(["%s %s: %s" % (dev["id"], s, r.get("error")) for s, r in gemm]
                                           + [t for t in (_mem_text("at start", dev.get("mem_start")),) if t]
                                           + _library_evidence(facts, "libcublas"))),
-                            _library_remedies(facts, "cublas") + _other_gpu_remedy(facts, others),
+                            _library_remedies(facts, env, "cublas") + _other_gpu_remedy(facts, others),
                             dict(subject, dtypes=[r.get("dtype") for _, r in gemm]))
                 )
         conv = [(s, r) for s, r in failures if s.startswith("conv2d") and not (handle_failed and r.get("error") in texts[:1])]
@@ -478,15 +448,15 @@ def _diagnose_device(facts: Dict[str, Any], dev: Dict[str, Any], ops: List[Dict[
             findings.append(
                 Finding(ID, "cudnn-failed", Severity.ERROR,
                         "%s: cuDNN convolution fails (cuDNN %s): %s" % (label, version, _short(str(conv[0][1].get("error")))),
-                        tuple(_dedupe(["%s %s: %s" % (dev["id"], s, r.get("error")) for s, r in conv]
+                        tuple(dedupe(["%s %s: %s" % (dev["id"], s, r.get("error")) for s, r in conv]
                                       + _library_evidence(facts, "libcudnn"))),
-                        (*_library_remedies(facts, "cudnn"), cudnn_off),
+                        (*_library_remedies(facts, env, "cudnn"), cudnn_off),
                         dict(subject, library="cudnn"))
             )
     elif _low(dev.get("mem_start")):
         start = dev["mem_start"]
         findings.append(
-            Finding(MEMORY_ID, "low-free-memory", Severity.WARNING,
+            Finding(ID, "low-free-memory", Severity.WARNING,
                     "%s has almost no free memory (%s free of %s): tiny operations pass, a real run will not fit"
                     % (label, _mib(start["free"]), _mib(start.get("total") or 0)),
                     tuple(t for t in (_mem_text("at start", start),) if t), _memory_remedies(facts, dev, others), dict(subject))
@@ -504,9 +474,9 @@ def _diagnose_device(facts: Dict[str, Any], dev: Dict[str, Any], ops: List[Dict[
                          "after each change" % what, id="recheck")
         findings.append(
             Finding(ID, code, Severity.ERROR,
-                    "%s: %s %s runs but returns wrong numbers" % (label, "/".join(_short_dtype(o.get("dtype")) for o in bad), what),
+                    "%s: %s %s runs but returns wrong numbers" % (label, "/".join(short_dtype(o.get("dtype")) for o in bad), what),
                     tuple(evidence + _library_evidence(facts, "lib" + library)),
-                    (*_library_remedies(facts, library), recheck, *_other_gpu_remedy(facts, others)),
+                    (*_library_remedies(facts, env, library), recheck, *_other_gpu_remedy(facts, others)),
                     dict(subject, dtypes=[o.get("dtype") for o in bad]))
         )
     return findings
@@ -516,9 +486,8 @@ def _other_gpu_remedy(facts: Dict[str, Any], others: List[Dict[str, Any]]) -> Tu
     visible = _visible_indices(facts, others)
     if not visible:
         return ()
-    return (Remedy("Meanwhile run on the GPUs that pass: CUDA_VISIBLE_DEVICES=%s" % visible, kind="env",
-                   commands=("export CUDA_VISIBLE_DEVICES=%s" % visible,), id="visible-devices",
-                   action={"set_env": {"CUDA_VISIBLE_DEVICES": visible}}),)
+    return (env_remedy("Meanwhile run on the GPUs that pass: CUDA_VISIBLE_DEVICES=%s" % visible, "visible-devices",
+                       set_env={"CUDA_VISIBLE_DEVICES": visible}),)
 
 
 def _library_evidence(facts: Dict[str, Any], library: str) -> List[str]:
@@ -530,21 +499,9 @@ def _library_evidence(facts: Dict[str, Any], library: str) -> List[str]:
     return out
 
 
-def _dedupe(items: List[str]) -> List[str]:
-    seen: List[str] = []
-    for item in items:
-        if item not in seen:
-            seen.append(item)
-    return seen
-
-
 def _short(text: str) -> str:
     text = text.strip().splitlines()[0] if text.strip() else text
     return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _short_dtype(dtype: Any) -> str:
-    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(str(dtype), str(dtype))
 
 
 def _no_cuda(facts: Dict[str, Any]) -> Finding:
@@ -573,7 +530,7 @@ def summarize(facts: Dict[str, Any]) -> str:
         if failures:
             parts.append("%s %s" % (dev["id"], _status_word(str(failures[0][1].get("error") or failures[0][0]))))
         elif wrong:
-            parts.append("%s wrong %s results" % (dev["id"], "/".join(_short_dtype(o.get("dtype")) for o in wrong)))
+            parts.append("%s wrong %s results" % (dev["id"], "/".join(short_dtype(o.get("dtype")) for o in wrong)))
         else:
             errs = [float(o["max_rel_err"]) for o in mine if o["op"] == "gemm" and isinstance(o.get("max_rel_err"), (int, float))]
             parts.append("%s ok (%d GEMMs%s)" % (dev["id"], len([o for o in mine if o["op"] == "gemm"]),

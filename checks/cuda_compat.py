@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -19,10 +18,10 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor import cuda_tables as ct
-from envdoctor.commands import pip_for
-from envdoctor.distributions import installed_version
-from envdoctor.microops import error_text
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.commands import env_remedy, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.probekit.distributions import installed_version
+from envdoctor.probekit.text import error_text, exception_text, warning_texts
 
 ID = "cuda-compat"
 SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total")
@@ -36,17 +35,13 @@ _MAX_TEXT = 2000
 # ---------------------------------------------------------------- probe: driver without torch
 
 
-def _exc(exc: BaseException) -> str:
-    return "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
-
-
 def _run(argv: List[str], timeout: float = SMI_TIMEOUT_S) -> Dict[str, Any]:
     """Run a command (argv list, never a shell) and record exactly what happened."""
     out: Dict[str, Any] = {"argv": argv, "returncode": None, "stdout": "", "stderr": "", "error": None}
     try:
         proc = subprocess.run(argv, capture_output=True, timeout=timeout, text=True)
     except (OSError, subprocess.SubprocessError) as exc:  # FileNotFoundError: no such program
-        out["error"] = _exc(exc)
+        out["error"] = exception_text(exc)
         return out
     out["returncode"] = proc.returncode
     out["stdout"] = (proc.stdout or "")[:_MAX_TEXT]
@@ -90,7 +85,7 @@ def _proc_driver() -> Dict[str, Any]:
         with open(PROC_VERSION) as handle:
             text = handle.read(_MAX_TEXT)
     except OSError as exc:
-        facts["error"] = _exc(exc)
+        facts["error"] = exception_text(exc)
         return facts
     facts["text"] = text.strip()
     facts["version"] = ct.parse_proc_driver_version(text)
@@ -126,7 +121,7 @@ def _libcuda() -> Dict[str, Any]:
         try:
             lib = loader(name)
         except OSError as exc:
-            errors.append(_exc(exc))
+            errors.append(exception_text(exc))
             continue
         facts["library"] = name
         break
@@ -148,7 +143,7 @@ def _libcuda() -> Dict[str, Any]:
             rc_count = int(lib.cuDeviceGetCount(ctypes.byref(count)))
             facts["device_count"] = int(count.value) if rc_count == 0 else None
     except Exception as exc:  # noqa: BLE001 - a missing symbol is a fact
-        facts["error"] = _exc(exc)
+        facts["error"] = exception_text(exc)
     return facts
 
 
@@ -170,15 +165,6 @@ def _nvcc() -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------- probe: torch
-
-
-def _warning_texts(caught: Sequence[Any]) -> List[str]:
-    texts: List[str] = []
-    for w in caught:
-        text = "%s: %s" % (w.category.__name__, w.message)
-        if text not in texts:
-            texts.append(text)
-    return texts
 
 
 def _torch_facts(torch: Any) -> Dict[str, Any]:
@@ -204,19 +190,19 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
         try:
             t["arch_flags"] = C._cuda_getArchFlags()
         except Exception as exc:  # noqa: BLE001
-            t["arch_flags_error"] = _exc(exc)
+            t["arch_flags_error"] = exception_text(exc)
     try:
         t["arch_list"] = list(torch.cuda.get_arch_list())
     except Exception as exc:  # noqa: BLE001
-        t["arch_list_error"] = _exc(exc)
+        t["arch_list_error"] = exception_text(exc)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             t["is_available"] = bool(torch.cuda.is_available())
             t["device_count"] = int(torch.cuda.device_count())
         except Exception as exc:  # noqa: BLE001
-            t["available_error"] = _exc(exc)
-    t["available_warnings"] = _warning_texts(caught)
+            t["available_error"] = exception_text(exc)
+    t["available_warnings"] = warning_texts(caught)
     # torch caches the device count and warns only once per process (c10 device_count);
     # torch.cuda.init() raises the full reason every time ("...driver ... too old (found
     # version N)", "Found no NVIDIA driver", "No CUDA GPUs are available", "Torch not
@@ -227,7 +213,7 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
             torch.cuda.init()
         except Exception as exc:  # noqa: BLE001
             t["init_error"] = "%s: %s" % (type(exc).__name__, error_text(exc))
-    t["init_warnings"] = _warning_texts(caught)
+    t["init_warnings"] = warning_texts(caught)
     for index in range(t["device_count"] if t["is_available"] else 0):
         dev: Dict[str, Any] = {"id": "cuda:%d" % index, "index": index}
         try:
@@ -236,17 +222,13 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
             dev["capability"] = [int(major), int(minor)]
             dev["total_memory"] = int(torch.cuda.get_device_properties(index).total_memory)
         except Exception as exc:  # noqa: BLE001
-            dev["error"] = _exc(exc)
+            dev["error"] = exception_text(exc)
         t["devices"].append(dev)
     return t
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     facts: Dict[str, Any] = {
-        "python": sys.executable,
-        "python_version": platform.python_version(),
-        "platform": sys.platform,
-        "machine": platform.machine(),
         "env": {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")},
         "nvidia_smi": _nvidia_smi(),
         "proc_driver": _proc_driver(),
@@ -279,11 +261,12 @@ class _Gpu:
 class _View:
     """What the raw facts say, derived once: driver, GPUs, torch build."""
 
-    def __init__(self, facts: Dict[str, Any]) -> None:
+    def __init__(self, facts: Dict[str, Any], env: Environment) -> None:
         self.facts = facts
-        self.system = str(facts.get("platform") or "linux")
-        self.machine = str(facts.get("machine") or "x86_64")
-        self.python = ct.release_key(facts.get("python_version"))  # "3.11.7" -> (3, 11)
+        self.env = env
+        self.system = env.os
+        self.machine = str(env.machine or "x86_64")
+        self.python = ct.release_key(env.python_version)  # "3.11.7" -> (3, 11)
         self.smi = facts.get("nvidia_smi") or {}
         self.proc = facts.get("proc_driver") or {}
         self.lib = facts.get("libcuda") or {}
@@ -368,12 +351,11 @@ def _wheel_remedy(view: _View, choice: Optional[ct.WheelChoice], summary: str, r
         return Remedy(
             "No torch wheel in envdoctor's tables fits this driver, these GPUs and Python %s: upgrade the NVIDIA "
             "driver, or pick a build by hand at https://pytorch.org/get-started/previous-versions/"
-            % (view.facts.get("python_version") or "?"),
+            % (view.env.python_version or "?"),
             kind="manual", id=rid,
         )
     with_vision = bool(view.installed("torchvision"))
     with_audio = bool(view.installed("torchaudio"))
-    args = choice.pip_args(with_vision, with_audio)
     notes = ["torch %s built for CUDA %d.%d (arch %s)" % (choice.torch, choice.cuda[0], choice.cuda[1], " ".join(choice.arch))]
     if choice.support == "minor-compat":
         row = ct.min_driver(choice.cuda, view.system)
@@ -383,13 +365,8 @@ def _wheel_remedy(view: _View, choice: Optional[ct.WheelChoice], summary: str, r
         notes.append("torchvision %s is its pair" % choice.torchvision)
     if with_audio and not choice.torchaudio:
         notes.append("no torchaudio exists for torch %s: uninstall torchaudio or keep torch <= 2.11" % choice.torch)
-    return Remedy(
-        "%s: %s" % (summary, "; ".join(notes)),
-        kind="pip",
-        commands=(pip_for(view.facts, *args),),
-        id=rid,
-        action={"install": choice.requirements(with_vision, with_audio), "index_url": choice.index_url},
-    )
+    return pip_remedy("%s: %s" % (summary, "; ".join(notes)), rid, view.env,
+                      install=choice.requirements(with_vision, with_audio), index_url=choice.index_url)
 
 
 def _driver_remedy(view: _View, need: str, cuda: ct.Cuda) -> Remedy:
@@ -416,9 +393,8 @@ def _visible_finding(view: _View, severity: Severity) -> Optional[Finding]:
         ID, "cuda-visible-devices-hides-all", severity,
         "CUDA_VISIBLE_DEVICES=%r hides every GPU from CUDA: torch will see no device" % view.visible,
         tuple(evidence),
-        (Remedy("Unset CUDA_VISIBLE_DEVICES (or list the GPU indices to use, e.g. CUDA_VISIBLE_DEVICES=0)",
-                kind="env", commands=("unset CUDA_VISIBLE_DEVICES",), id="unset-cuda-visible-devices",
-                action={"unset_env": ["CUDA_VISIBLE_DEVICES"]}),),
+        (env_remedy("Unset CUDA_VISIBLE_DEVICES (or list the GPU indices to use, e.g. CUDA_VISIBLE_DEVICES=0)",
+                    "unset-cuda-visible-devices", unset_env=["CUDA_VISIBLE_DEVICES"]),),
         {"variable": "CUDA_VISIBLE_DEVICES", "value": view.visible},
     )
 
@@ -441,14 +417,11 @@ def _no_device(view: _View) -> Finding:
     remedies: List[Remedy] = []
     t = view.torch
     if t and t.get("cuda"):
-        remedies.append(Remedy(
+        remedies.append(pip_remedy(
             "If this machine should have an NVIDIA GPU, install its driver (%s). If it has none, the CPU wheel of "
             "torch is GBs smaller than this CUDA %s build" % (DRIVER_DOWNLOAD, t["cuda"]),
-            kind="pip",
-            commands=(pip_for(view.facts, "install", "torch==%s+cpu" % t["version"].split("+")[0],
-                              "--index-url", ct.DOWNLOAD_INDEX + "cpu"),),
-            id="torch-cpu-wheel", action={"install": ["torch==%s+cpu" % t["version"].split("+")[0]],
-                                          "index_url": ct.DOWNLOAD_INDEX + "cpu"},
+            "torch-cpu-wheel", view.env, install=["torch==%s+cpu" % t["version"].split("+")[0]],
+            index_url=ct.DOWNLOAD_INDEX + "cpu",
         ))
     title = "no CUDA device: no NVIDIA GPU or driver found"
     if view.driver:
@@ -554,8 +527,8 @@ def _mismatch_finding(view: _View) -> Optional[Finding]:
     )
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
-    view = _View(facts)
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+    view = _View(facts, env)
     t = view.torch
     findings: List[Finding] = []
 
@@ -654,7 +627,7 @@ def _rocm_info(view: _View) -> Finding:
 
 
 def summarize(facts: Dict[str, Any]) -> str:
-    view = _View(facts)
+    view = _View(facts, Environment())
     t = view.torch
     parts: List[str] = []
     if view.driver or view.driver_cuda:

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from envdoctor.microops import randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.commands import config_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.probekit.text import short_dtype
 
 ID = "dtype-mismatch"
 FLOATS = ("float32", "float16", "bfloat16")
 PAIRS = [(a, b) for a in FLOATS for b in FLOATS if a != b]
 TOLERANCE = 8e-2  # an accepted mix computes at the lower precision at worst
-
-
-def _label(name: str) -> str:
-    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(name, name)
 
 
 def _probe_device(torch: Any, F: Any, device: str) -> List[Dict[str, Any]]:
@@ -37,7 +35,7 @@ def _probe_device(torch: Any, F: Any, device: str) -> List[Dict[str, Any]]:
         return t.to(getattr(torch, name)).float()
 
     for a, c in PAIRS:
-        mix = {"weight_dtype": c, "mix": "input %s × weight %s" % (_label(a), _label(c))}
+        mix = {"weight_dtype": c, "mix": "input %s × weight %s" % (short_dtype(a), short_dtype(c))}
         ops.append(run_op(torch, "linear", device, a, lambda: F.linear(on(x, a), on(w, c)), lambda: F.linear(ref(x, a), ref(w, c)), **mix))
         ops.append(run_op(torch, "matmul", device, a, lambda: torch.matmul(on(x, a), on(w, c).t()),
                           lambda: torch.matmul(ref(x, a), ref(w, c).t()), **mix))
@@ -46,7 +44,7 @@ def _probe_device(torch: Any, F: Any, device: str) -> List[Dict[str, Any]]:
         ops.append(run_op(torch, "layer_norm", device, a, lambda: F.layer_norm(on(x, a), (16,), on(ln_w, c), on(ln_b, c)),
                           lambda: F.layer_norm(ref(x, a), (16,), ref(ln_w, c), ref(ln_b, c)), **mix))
     for a, c in PAIRS:  # input and weight agree, the bias does not (seed 001's VAE)
-        mix = {"weight_dtype": a, "bias_dtype": c, "mix": "input/weight %s × bias %s" % (_label(a), _label(c))}
+        mix = {"weight_dtype": a, "bias_dtype": c, "mix": "input/weight %s × bias %s" % (short_dtype(a), short_dtype(c))}
         ops.append(run_op(torch, "conv2d_bias", device, a, lambda: F.conv2d(on(img, a), on(kern, a), on(kb, c), padding=1),
                           lambda: F.conv2d(ref(img, a), ref(kern, a), ref(kb, c), padding=1), **mix))
     return ops
@@ -67,9 +65,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 REMEDIES = (
     Remedy("Cast the input to the layer's dtype where the two meet: `x = x.to(layer.weight.dtype)` "
            "(the maintainer fix for seed 000 casts to fp32 before the CLIP layer_norm)", id="cast-input"),
-    Remedy("Load every model part in one weight dtype (OneTrainer: the same `weight_dtype` for unet, text encoders and vae), "
-           "or train in fp32 / bf16 throughout", kind="config", id="consistent-weight-dtype",
-           action={"set": {"weight_dtype": "consistent"}}),
+    config_remedy("Load every model part in one weight dtype (OneTrainer: the same `weight_dtype` for unet, text encoders and vae), "
+                  "or train in fp32 / bf16 throughout", "consistent-weight-dtype", {"weight_dtype": "consistent"}),
     Remedy("Run the forward pass under autocast (`with torch.autocast(device_type, dtype=torch.bfloat16):`), "
            "which casts at operation boundaries", id="use-autocast"),
 )
@@ -80,7 +77,7 @@ def _garbage(fact: Dict[str, Any]) -> bool:
     return isinstance(err, str) or (err is not None and float(err) > TOLERANCE)
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     for device in facts.get("devices") or ():
         ops = [o for o in facts.get("ops") or () if o.get("device") == device]

@@ -5,10 +5,13 @@ promote Float8_e4m3fn and Half` when DoRA met an fp8 SDXL base in OneTrainer.)""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
-from envdoctor.microops import error_text, randn, run_op, seeded_generator
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.commands import config_remedy, pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.probekit.gpus import capability_tuple, identity
+from envdoctor.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.probekit.text import error_text
 
 ID = "fp8"
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
@@ -36,13 +39,6 @@ def _scaled_mm_ref(torch: Any, f8: Any) -> Any:
     return a @ b
 
 
-def _capability(torch: Any, device: str) -> Optional[Tuple[int, int]]:
-    if not device.startswith("cuda"):
-        return None
-    major, minor = torch.cuda.get_device_capability(device)
-    return int(major), int(minor)
-
-
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     present = [name for name in FLOAT8 if hasattr(torch, name)]
     facts: Dict[str, Any] = {
@@ -68,12 +64,12 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     for device in ctx.select_devices(torch):
         if device == "mps":
             continue
-        cc = _capability(torch, device)
         info: Dict[str, Any] = {"id": device}
-        if cc is not None:
-            info["capability"] = "%d.%d" % cc
-            info["name"] = torch.cuda.get_device_name(device)
-            info["fp8_matmul_hardware"] = cc >= FP8_MATMUL_CC
+        if device.startswith("cuda"):
+            info = identity(torch, device)
+            cc = capability_tuple(info.get("capability"))
+            if cc is not None:
+                info["fp8_matmul_hardware"] = cc >= FP8_MATMUL_CC
         facts["devices"].append(info)
         for f8_name in [n for n in MAIN_FLOAT8 if n in present]:
             f8 = getattr(torch, f8_name)
@@ -108,10 +104,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 PROMOTION_REMEDIES = (
     Remedy("Upcast fp8 weights before any math with other dtypes: `w.to(torch.bfloat16)` (what OneTrainer's fp8 fix does "
            "before the DoRA norm)", id="upcast-fp8"),
-    Remedy("Turn DoRA off while the base weights are fp8 (OneTrainer `lora_decompose: false`, peft `use_dora=False`)",
-           kind="config", id="dora-off", action={"set": {"dora": False}}),
-    Remedy("Load the base weights in bf16 instead of fp8 (OneTrainer `weight_dtype: BFLOAT_16` for the trained part)",
-           kind="config", id="base-bf16", action={"set": {"weight_dtype": "bf16"}}),
+    config_remedy("Turn DoRA off while the base weights are fp8 (OneTrainer `lora_decompose: false`, peft `use_dora=False`)",
+                  "dora-off", {"dora": False}),
+    config_remedy("Load the base weights in bf16 instead of fp8 (OneTrainer `weight_dtype: BFLOAT_16` for the trained part)",
+                  "base-bf16", {"weight_dtype": "bf16"}),
 )
 
 
@@ -122,16 +118,15 @@ def _cast_wrong(fact: Dict[str, Any]) -> bool:
     return isinstance(err, str) or float(err) > CAST_TOLERANCE.get(fact.get("dtype", ""), 0.2)
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     version = facts.get("torch", "?")
     if not facts.get("dtypes"):
         return [
             Finding(ID, "no-float8", Severity.INFO, "no float8 dtypes in this torch (%s)" % version,
                     ("torch %s has none of %s" % (version, ", ".join(MAIN_FLOAT8)),),
-                    (Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", kind="pip",
-                            commands=("python -m pip install --upgrade torch",), id="torch-upgrade",
-                            action={"upgrade": ["torch"]}),),
+                    (pip_remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", "torch-upgrade", env,
+                                upgrade=["torch"]),),
                     {"torch": version})
         ]
     ops = facts.get("ops") or []
@@ -180,7 +175,8 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
                 Finding(ID, "scaled-mm-fails", Severity.WARNING,
                         "%s (%s) should run fp8 matmul but torch._scaled_mm fails" % (dev["id"], dev.get("name")),
                         (mm[0].get("error") or "",),
-                        (Remedy("Upgrade torch to a release whose _scaled_mm supports this GPU", kind="pip", id="torch-upgrade"),),
+                        (pip_remedy("Upgrade torch to a release whose _scaled_mm supports this GPU", "torch-upgrade", env,
+                                    upgrade=["torch"]),),
                         {"device": dev["id"]})
             )
     return findings

@@ -4,12 +4,12 @@ see, and which of the packages it is usually mixed with are installed."""
 from __future__ import annotations
 
 import platform
-import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import pip_for as _pip
-from envdoctor.distributions import installed_version
-from envdoctor.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.commands import pip_remedy
+from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.probekit.distributions import installed_version
+from envdoctor.probekit.text import exception_text
 
 ID = "torch-install"
 
@@ -26,7 +26,7 @@ def _guard(fn: Any, default: Any = None) -> Any:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - a failing query is recorded, not raised
-        return {"error": "%s: %s" % (type(exc).__name__, exc)} if default is None else default
+        return {"error": exception_text(exc)} if default is None else default
 
 
 def _build(torch: Any) -> Dict[str, Any]:
@@ -83,7 +83,7 @@ def _numpy_interop(torch: Any) -> Dict[str, Any]:
     try:
         torch.zeros(2).numpy()
     except Exception as exc:  # noqa: BLE001
-        return {"ok": False, "error": "%s: %s" % (type(exc).__name__, exc)}
+        return {"ok": False, "error": exception_text(exc)}
     return {"ok": True}
 
 
@@ -91,10 +91,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     import warnings
 
     facts: Dict[str, Any] = {
-        "python": sys.executable,
-        "python_version": platform.python_version(),
-        "platform": sys.platform,
-        "machine": platform.machine(),
         "torch_import": ctx.options.get("torch_import") or {},
         "torch_dist": installed_version("torch"),
         "packages": {name: installed_version(name) for name in COMPANIONS},
@@ -123,25 +119,16 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 # ---------------------------------------------------------------- rules
 
 
-def _install_remedies(facts: Dict[str, Any], reinstall: Optional[str]) -> tuple:
+def _install_remedies(env: Environment, reinstall: Optional[str]) -> Tuple[Remedy, ...]:
     if reinstall:
         return (
-            Remedy(
-                "Reinstall the same torch release with its dependencies (its CUDA libraries come as separate packages)",
-                kind="pip",
-                commands=(_pip(facts, "install", "--force-reinstall", "torch==%s" % reinstall.split("+")[0]),),
-                id="torch-reinstall",
-                action={"install": ["torch==%s" % reinstall.split("+")[0]], "force_reinstall": True},
-            ),
+            pip_remedy("Reinstall the same torch release with its dependencies (its CUDA libraries come as separate packages)",
+                       "torch-reinstall", env, install=["torch==%s" % reinstall.split("+")[0]], force_reinstall=True),
         )
     return (
-        Remedy(
-            "Install torch. On Linux the default build is a CUDA build (several GB); on a machine without an NVIDIA GPU take the CPU build",
-            kind="pip",
-            commands=(_pip(facts, "install", "torch"), _pip(facts, "install", "torch", "--index-url", CPU_INDEX)),
-            id="torch-install",
-            action={"install": ["torch"]},
-        ),
+        pip_remedy("Install torch. On Linux the default build is a CUDA build (several GB)", "torch-install", env, install=["torch"]),
+        pip_remedy("Or, on a machine without an NVIDIA GPU, the CPU build", "torch-install-cpu", env, install=["torch"],
+                   index_url=CPU_INDEX),
     )
 
 
@@ -151,7 +138,7 @@ def _frames(text: str, limit: int = 4) -> List[str]:
     return frames[-limit:]
 
 
-def diagnose(facts: Dict[str, Any]) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     imp = facts.get("torch_import") or {}
     dist = facts.get("torch_dist")
@@ -159,8 +146,8 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
         error = imp.get("error") or "torch did not import"
         if imp.get("error_type") == "ModuleNotFoundError" and not dist:
             findings.append(
-                Finding(ID, "torch-missing", Severity.ERROR, "torch is not installed in %s" % facts.get("python"),
-                        (error,), _install_remedies(facts, None))
+                Finding(ID, "torch-missing", Severity.ERROR, "torch is not installed in %s" % env.python,
+                        (error,), _install_remedies(env, None))
             )
         else:
             evidence = [error] + _frames(imp.get("stderr") or imp.get("traceback") or "")
@@ -168,7 +155,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
             findings.append(
                 Finding(ID, code, Severity.ERROR,
                         "torch %s is installed but does not import" % (dist or ""), tuple(evidence),
-                        _install_remedies(facts, dist) if dist else _install_remedies(facts, None),
+                        _install_remedies(env, dist),
                         {"package": "torch", "version": dist})
             )
         return findings
@@ -178,8 +165,7 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
         findings.append(
             Finding(ID, "numpy-missing", Severity.WARNING, "numpy is not installed: tensor.numpy() and most data pipelines fail",
                     tuple(imp.get("warnings") or ()) or ("no numpy distribution found",),
-                    (Remedy("Install numpy", kind="pip", commands=(_pip(facts, "install", "numpy"),), id="numpy-install",
-                            action={"install": ["numpy"]}),),
+                    (pip_remedy("Install numpy", "numpy-install", env, install=["numpy"]),),
                     {"package": "numpy"})
         )
     elif not (facts.get("numpy_interop") or {}).get("ok", True) or "compiled using NumPy 1.x" in warnings_text:
@@ -187,8 +173,8 @@ def diagnose(facts: Dict[str, Any]) -> List[Finding]:
         findings.append(
             Finding(ID, "numpy-abi", Severity.WARNING,
                     "numpy %s does not work with this torch build" % packages.get("numpy"), tuple(e for e in evidence if e),
-                    (Remedy("Install a numpy this torch was built against (torch older than 2.3 needs numpy 1.x)", kind="pip",
-                            commands=(_pip(facts, "install", "numpy<2"),), id="numpy-downgrade", action={"install": ["numpy<2"]}),
+                    (pip_remedy("Install a numpy this torch was built against (torch older than 2.3 needs numpy 1.x)", "numpy-downgrade",
+                                env, install=["numpy<2"]),
                      Remedy("Or upgrade torch to a release built against numpy 2", kind="manual")),
                     {"package": "numpy", "version": packages.get("numpy")})
         )

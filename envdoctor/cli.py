@@ -51,7 +51,9 @@ def check(
     only: Optional[List[str]] = typer.Option(None, "--only", help="Run only these check ids (repeat or comma-separate)."),
     skip: Optional[List[str]] = typer.Option(None, "--skip", help="Skip these check ids."),
     device: Optional[List[str]] = typer.Option(None, "--device", help="Probe only these devices: cpu, cuda, cuda:N, mps."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds each probe may take before it counts as hung."),
+    timeout: Optional[float] = typer.Option(
+        None, "--timeout", help="Seconds a probe step may go without progress before it counts as hung (default 60; more for GPU checks)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema envdoctor/1)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown for a bug report."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every fact and note."),

@@ -1,14 +1,23 @@
-"""Command lines that remedies print: exact, copy-pasteable, shell-safe.
+"""Remedies as actions: the one place that turns a remedy's action into command lines.
 
-Stdlib only, Python 3.8+: the checks' rules build their commands with it.
+A remedy of kind pip, env or config is built from its action (model.ACTION_KEYS);
+its printed commands are generated here from that action, never written by hand,
+so that `envdoctor fix` executes actions and never parses shell strings. Commands
+are exact, copy-pasteable and shell-safe, and always name the target interpreter's
+own pip.
+
+Stdlib only, Python 3.8+: the checks' rules build their remedies with it.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from envdoctor.model import Environment, Remedy
 
 _SAFE = re.compile(r"^[A-Za-z0-9/._+:=,@%-]+$")
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def quote(word: str) -> str:
@@ -32,6 +41,122 @@ def pip_command(python: Optional[str], *args: str) -> str:
     return " ".join([quote(python or "python"), "-m", "pip", *words])
 
 
-def pip_for(facts: Mapping[str, Any], *args: str) -> str:
-    """pip_command for the interpreter a probe recorded as facts["python"]."""
-    return pip_command(facts.get("python"), *args)
+def requirement_name(requirement: str) -> str:
+    """'torchvision' from 'torchvision==0.28.0+cpu' (normalised: lower case, '-')."""
+    match = _NAME.match(requirement)
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else requirement.strip().lower()
+
+
+def torch_pin(env: Environment) -> Optional[str]:
+    """'torch==2.13.0+cpu': the installed torch, as a constraint that keeps pip off it."""
+    return "torch==%s" % env.torch if env.torch else None
+
+
+# ---------------------------------------------------------------- actions
+
+
+def pip_action(
+    env: Environment,
+    install: Sequence[str] = (),
+    upgrade: Sequence[str] = (),
+    uninstall: Sequence[str] = (),
+    index_url: Optional[str] = None,
+    force_reinstall: bool = False,
+    no_deps: bool = False,
+    no_build_isolation: bool = False,
+    no_cache: bool = False,
+    build_env: Optional[Mapping[str, str]] = None,
+    pin_torch: bool = True,
+) -> Dict[str, Any]:
+    """A pip action in the one spelling `fix` reads. When it installs anything but torch
+    itself and resolves dependencies, the installed torch is added as a constraint, so
+    that no companion can make pip swap torch (a CUDA wheel for a CPU one, a newer release)."""
+    action: Dict[str, Any] = {}
+    if uninstall:
+        action["uninstall"] = list(uninstall)
+    if install:
+        action["install"] = list(install)
+    if upgrade:
+        action["upgrade"] = list(upgrade)
+    names = {requirement_name(r) for r in list(install) + list(upgrade)}
+    pin = torch_pin(env)
+    if pin and pin_torch and names and "torch" not in names and not no_deps:
+        action["constraints"] = [pin]
+    if index_url:
+        action["index_url"] = index_url
+    for key, value in (("force_reinstall", force_reinstall), ("no_deps", no_deps),
+                       ("no_build_isolation", no_build_isolation), ("no_cache", no_cache)):
+        if value:
+            action[key] = True
+    if build_env:
+        action["build_env"] = dict(build_env)
+    return action
+
+
+def pip_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
+    """The command lines of a pip action: an uninstall first (when asked), then one install.
+    Constraints are written as requirements on the same command line: pip must then keep
+    them, with no constraints file to manage."""
+    commands: List[str] = []
+    if action.get("uninstall"):
+        commands.append(pip_command(python, "uninstall", "-y", *action["uninstall"]))
+    wanted = list(action.get("install") or ()) + list(action.get("upgrade") or ())
+    if wanted:
+        args = ["install"]
+        if action.get("upgrade"):
+            args.append("--upgrade")
+        for key, flag in (("force_reinstall", "--force-reinstall"), ("no_deps", "--no-deps"),
+                          ("no_build_isolation", "--no-build-isolation"), ("no_cache", "--no-cache-dir")):
+            if action.get(key):
+                args.append(flag)
+        args += wanted + list(action.get("constraints") or ())
+        if action.get("index_url"):
+            args += ["--index-url", action["index_url"]]
+        prefix = "".join("%s=%s " % (k, quote(str(v))) for k, v in sorted((action.get("build_env") or {}).items()))
+        commands.append(prefix + pip_command(python, *args))
+    return tuple(commands)
+
+
+def env_commands(action: Mapping[str, Any]) -> Tuple[str, ...]:
+    commands = ["export %s=%s" % (k, quote(str(v))) for k, v in sorted((action.get("set_env") or {}).items())]
+    commands += ["unset %s" % k for k in action.get("unset_env") or ()]
+    return tuple(commands)
+
+
+def commands_for(kind: str, action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
+    """What a remedy of `kind` prints for `action`. Config actions print nothing: `fix`
+    edits the config file's span, and the remedy's words name the settings."""
+    if kind == "pip":
+        return pip_commands(action, python)
+    if kind == "env":
+        return env_commands(action)
+    return ()
+
+
+# ---------------------------------------------------------------- remedies
+
+
+def pip_remedy(summary: str, rid: str, env: Environment, **action: Any) -> Remedy:
+    """A pip remedy in the target interpreter: pip_action's keywords, commands generated."""
+    built = pip_action(env, **action)
+    return Remedy(summary, kind="pip", commands=pip_commands(built, env.python), id=rid, action=built)
+
+
+def env_remedy(summary: str, rid: str, set_env: Optional[Mapping[str, str]] = None, unset_env: Sequence[str] = ()) -> Remedy:
+    action: Dict[str, Any] = {}
+    if set_env:
+        action["set_env"] = dict(set_env)
+    if unset_env:
+        action["unset_env"] = list(unset_env)
+    return Remedy(summary, kind="env", commands=env_commands(action), id=rid, action=action)
+
+
+def config_remedy(summary: str, rid: str, settings: Mapping[str, Any], when: Optional[Mapping[str, Any]] = None,
+                  reduce: Sequence[str] = ()) -> Remedy:
+    """A change to the training config's intent: {"precision": "fp32"}, {"dora": False}."""
+    action: Dict[str, Any] = {"set": dict(settings)} if settings else {}
+    if when:
+        action["when"] = dict(when)
+    if reduce:
+        action["reduce"] = list(reduce)
+    return Remedy(summary, kind="config", id=rid, action=action)

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor import __version__
+from envdoctor.commands import pip_remedy
 from envdoctor.model import (
+    Check,
     CheckResult,
+    Environment,
     Finding,
     Remedy,
     Report,
@@ -35,7 +38,6 @@ RELEVANT_VARIABLES = (
     "COLAB_", "KAGGLE_", "XLA_", "MKL_",
 )
 
-DEFAULT_TIMEOUT_S = 60.0
 _DEVICE_RE = re.compile(r"^(cpu|mps|xpu|cuda(:\d+)?)$")
 
 
@@ -49,7 +51,7 @@ class CheckRequest:
     only: Sequence[str] = ()
     skip: Sequence[str] = ()
     devices: Optional[Sequence[str]] = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    timeout_s: Optional[float] = None  # None: each check's default budget
     plugins: bool = True
     options: Dict[str, Any] = field(default_factory=dict)
 
@@ -72,7 +74,7 @@ def resolve_python(python: Optional[str]) -> str:
 
 
 def validate_request(request: CheckRequest) -> None:
-    if not request.timeout_s > 0:
+    if request.timeout_s is not None and not request.timeout_s > 0:
         raise UsageError("--timeout must be a positive number of seconds, not %g" % request.timeout_s)
     for spec in request.devices or ():
         if not _DEVICE_RE.match(spec):
@@ -106,7 +108,8 @@ class PendingCheck:
             run = self.runner.run([c.worker_spec() for c in selected], ctx, on_event)
         finally:
             self.runner.close()
-        results = [judge(c, run.outcomes.get(c.check.id)) for c in selected]
+        env = target_environment(run, self.python)
+        results = [judge(c, run.outcomes.get(c.check.id), env) for c in selected]
         if not self.request.only:
             results.extend(broken_plugin_result(b) for b in broken)
         report = Report(environment=describe_environment(run, results, self.python, self.request), checks=results)
@@ -117,12 +120,44 @@ def run_check(request: CheckRequest, on_event: Optional[EventCallback] = None) -
     return PendingCheck(request).finish(on_event)
 
 
-def judge(loaded: LoadedCheck, outcome: Optional[Outcome]) -> CheckResult:
+def target_environment(run: RunResult, python: str) -> Environment:
+    """What the rules know of the target, from the worker's hello and torch import."""
+    hello = run.hello
+    return Environment(
+        python=hello.get("executable") or python,
+        python_version=hello.get("python"),
+        implementation=hello.get("implementation"),
+        platform=hello.get("platform"),
+        sys_platform=hello.get("sys_platform"),
+        machine=hello.get("machine"),
+        prefix=hello.get("prefix"),
+        torch=run.torch_import.get("version") if run.torch_import.get("ok") else None,
+        torch_import=dict(run.torch_import),
+    )
+
+
+def judge(loaded: LoadedCheck, outcome: Optional[Outcome], env: Environment) -> CheckResult:
     check = loaded.check
     result = CheckResult(id=check.id, title=check.title, status=Status.OK)
     if outcome is None:
         outcome = Outcome(check.id, "crashed", error="no result came back from the worker")
     result.duration_s = outcome.duration_s
+    lost = [lost_step_finding(check.id, step, env) for step in outcome.lost_steps]
+    judged = _judge_outcome(check, outcome, result, env)
+    claimed = {f.subject.get("lost_step") for f in judged.findings}
+    unclaimed = [f for f in lost if f.subject.get("lost_step") not in claimed]
+    if unclaimed:
+        judged.findings.extend(unclaimed)
+        judged.status = _worst_status(judged.status, status_from_findings(unclaimed))
+    return judged
+
+
+def _worst_status(a: Status, b: Status) -> Status:
+    order = [Status.SKIPPED, Status.OK, Status.WARNING, Status.ERROR, Status.TIMEOUT, Status.CRASHED]
+    return max(a, b, key=order.index)
+
+
+def _judge_outcome(check: Check, outcome: Outcome, result: CheckResult, env: Environment) -> CheckResult:
     if outcome.state == "skipped":
         result.status = Status.SKIPPED
         result.summary = "skipped: %s" % outcome.error
@@ -147,8 +182,10 @@ def judge(loaded: LoadedCheck, outcome: Optional[Outcome]) -> CheckResult:
         ]
         return result
     result.facts = outcome.facts
+    if outcome.lost_steps:  # the rules see which steps could not run, and why
+        result.facts["lost_steps"] = [{k: v for k, v in step.items() if k != "detail"} for step in outcome.lost_steps]
     try:
-        result.findings = list(check.diagnose(outcome.facts))
+        result.findings = check.judge(outcome.facts, env)
         result.summary = check.summarize(outcome.facts)
     except Exception as exc:  # noqa: BLE001 - a rule bug must not hide the other checks
         result.status = Status.CRASHED
@@ -199,6 +236,31 @@ def contained_failure(check_id: str, outcome: Outcome) -> Finding:
     )
 
 
+def lost_step_finding(check_id: str, step: Dict[str, Any], env: Environment) -> Finding:
+    """A step that crashed or hung the worker, named by what it was doing: "importing
+    flash_attn 2.7.4 crashed the interpreter (SIGSEGV)". A check whose rules explain the
+    step better file their own finding with subject["lost_step"] = its key, replacing this one."""
+    subject = dict(step.get("subject") or {})
+    what = step.get("what") or "a probe step"
+    title = "%s %s" % (what, step.get("error"))
+    evidence = [line for line in (step.get("detail") or "").splitlines() if line.strip()][-10:]
+    remedies = []
+    package, version = subject.get("package"), subject.get("version")
+    if package and version:
+        remedies.append(pip_remedy(
+            "Reinstall %s %s for the installed torch (a build for another torch, CUDA or C++ ABI crashes or hangs on import); "
+            "if it happens again, uninstall it" % (package, version),
+            "reinstall-%s" % package, env, install=["%s==%s" % (package, version)], force_reinstall=True, no_deps=True))
+    if step.get("state") == "timeout":
+        remedies.append(Remedy("If this step is only slow (a first CUDA initialisation or a JIT compile can take minutes), "
+                               "retry with a larger `--timeout`.", id="larger-timeout"))
+    remedies.append(Remedy("Run `envdoctor check --only %s -v` to see every step this check completed." % check_id, id="rerun-verbose"))
+    subject.update(lost_step=step.get("key"), state=step.get("state"))
+    code = "step-crashed" if step.get("state") == "crashed" else "step-timeout"
+    return Finding(check=check_id, code=code, severity=Severity.ERROR, title=title, evidence=tuple(evidence),
+                   remedies=tuple(remedies), subject=subject)
+
+
 def broken_plugin_result(plugin: BrokenPlugin) -> CheckResult:
     return CheckResult(
         id=plugin.name,
@@ -230,8 +292,10 @@ def describe_environment(run: RunResult, results: List[CheckResult], python: str
         "prefix": hello.get("prefix"),
         "platform": hello.get("platform"),
         "machine": hello.get("machine"),
+        "sys_platform": hello.get("sys_platform"),
         "torch": run.torch_import.get("version"),
         "torch_import_s": run.torch_import.get("import_s"),
+        "torch_import": {k: run.torch_import.get(k) for k in ("ok", "error_type", "error") if k in run.torch_import},
         "cuda_build": (torch_facts.get("build") or {}).get("cuda"),
         "devices": [d.get("id") for d in torch_facts.get("devices") or ()],
         "requested_devices": list(request.devices) if request.devices else None,

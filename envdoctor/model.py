@@ -7,6 +7,7 @@ inside the *target* interpreter, which may be an old environment.
 from __future__ import annotations
 
 import enum
+import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -42,9 +43,14 @@ class Status(str, enum.Enum):
 
 
 # What `envdoctor fix` will understand, per remedy kind: verbs and their modifiers.
+# One spelling each (envdoctor.commands builds every command line from these):
+#   pip: install / upgrade: lists of requirement strings; uninstall: list of distribution
+#        names; constraints: requirements that must stay as they are (torch pinned);
+#        index_url: str; force_reinstall / no_deps / no_build_isolation / no_cache: bool;
+#        build_env: {variable: value} for the build.
 ACTION_KEYS: Dict[str, Tuple[str, ...]] = {
-    # install/upgrade: requirement strings; uninstall: distribution names
-    "pip": ("install", "upgrade", "uninstall", "index_url", "force_reinstall", "no_deps", "no_build_isolation", "build_env"),
+    "pip": ("install", "upgrade", "uninstall", "constraints", "index_url", "force_reinstall", "no_deps",
+            "no_build_isolation", "no_cache", "build_env"),
     # set: {setting: value} on the training config's intent; when: the values it applies to; reduce: settings to lower
     "config": ("set", "when", "reduce"),
     "env": ("set_env", "unset_env"),
@@ -118,6 +124,61 @@ class Signature:
     cause: str = ""
 
 
+@dataclass(frozen=True)
+class Environment:
+    """What every rule may know besides its own check's facts: the target interpreter
+    (remedies run *its* pip), its platform, and torch's import outcome; later the
+    training config's intent and the distributed rank. Built by the engine from the
+    worker's hello, so no probe records these just for its rules."""
+
+    python: str = "python"  # the target interpreter, as commands must name it
+    python_version: Optional[str] = None  # "3.11.7"
+    implementation: Optional[str] = None
+    platform: Optional[str] = None  # platform.platform(): "Linux-6.1.0-x86_64-with-glibc2.36"
+    sys_platform: Optional[str] = None  # sys.platform: "linux", "win32", "darwin"
+    machine: Optional[str] = None  # "x86_64"
+    prefix: Optional[str] = None  # sys.prefix of the target
+    torch: Optional[str] = None  # torch.__version__, None when it does not import
+    torch_import: Dict[str, Any] = field(default_factory=dict)
+    intent: Optional[Dict[str, Any]] = None  # the training config's intent (check --config)
+    rank: Optional[int] = None  # the distributed rank (check --distributed)
+
+    @property
+    def torch_ok(self) -> bool:
+        return bool(self.torch_import.get("ok")) if self.torch_import else self.torch is not None
+
+    @property
+    def os(self) -> str:
+        """"linux", "win32", "darwin": sys.platform, or derived from platform.platform()."""
+        if self.sys_platform:
+            return self.sys_platform
+        head = (self.platform or "linux").split("-")[0].lower()
+        return {"windows": "win32", "macos": "darwin"}.get(head, head)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_report(cls, environment: Dict[str, Any]) -> Environment:
+        """From a report's "environment" object (a live run or a recorded fixture)."""
+        torch_import = dict(environment.get("torch_import") or {})
+        if not torch_import and "torch" in environment:
+            torch_import = {"ok": environment.get("torch") is not None, "version": environment.get("torch")}
+        return cls(
+            python=environment.get("executable") or environment.get("target_python") or "python",
+            python_version=environment.get("python"),
+            implementation=environment.get("implementation"),
+            platform=environment.get("platform"),
+            sys_platform=environment.get("sys_platform"),
+            machine=environment.get("machine"),
+            prefix=environment.get("prefix"),
+            torch=environment.get("torch"),
+            torch_import=torch_import,
+            intent=environment.get("intent"),
+            rank=environment.get("rank"),
+        )
+
+
 @dataclass
 class ProbeContext:
     """What a probe is told by the runner: which devices and options apply."""
@@ -164,7 +225,8 @@ def available_devices(torch: Any) -> List[str]:
 
 
 Probe = Callable[[Any, ProbeContext], Dict[str, Any]]
-Diagnose = Callable[[Dict[str, Any]], List[Finding]]
+# diagnose(facts, env); a plug-in's one-argument diagnose(facts) is still accepted.
+Diagnose = Callable[..., List[Finding]]
 Summarize = Callable[[Dict[str, Any]], str]
 
 
@@ -177,7 +239,8 @@ class Check:
     """One failure family: a probe that measures, rules that judge, signatures for `explain`.
 
     `probe(torch, ctx)` runs in the worker and returns JSON-able facts.
-    `diagnose(facts)` and `summarize(facts)` are pure functions run in the parent.
+    `diagnose(facts, env)` and `summarize(facts)` are pure functions run in the parent;
+    call `judge(facts, env)`, which also accepts plug-ins written as `diagnose(facts)`.
     """
 
     id: str
@@ -186,15 +249,30 @@ class Check:
     diagnose: Diagnose
     summarize: Summarize = _no_summary
     requires_torch: bool = True
-    timeout_s: Optional[float] = None  # overrides --timeout when larger work is expected
+    timeout_s: Optional[float] = None  # the default budget when the user gives no --timeout and more is expected
     order: int = 100  # cheap and foundational checks first, slow GPU ones last
     signatures: Tuple[Signature, ...] = ()
+
+    def judge(self, facts: Dict[str, Any], env: Environment) -> List[Finding]:
+        if _positional_arity(self.diagnose) >= 2:
+            return list(self.diagnose(facts, env))
+        return list(self.diagnose(facts))
 
     def validate(self) -> None:
         if not _ID_RE.match(self.id):
             raise ValueError("check id %r is not kebab-case" % (self.id,))
         if not callable(self.probe) or not callable(self.diagnose):
             raise ValueError("check %r: probe and diagnose must be callable" % (self.id,))
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable: assume the current form
+        return 2
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def op_fact(

@@ -73,7 +73,12 @@ class BrokenPlugin:
 
 
 def _builtin_modules() -> List[str]:
-    return sorted(p.stem for p in checks_dir().glob("*.py") if not p.name.startswith("_"))
+    """One module per check: a file, or a package (a folder with __init__.py) when its
+    family needs several files (a probe, rules, tables)."""
+    directory = checks_dir()
+    files = [p.stem for p in directory.glob("*.py") if not p.name.startswith("_")]
+    packages = [p.name for p in directory.iterdir() if p.is_dir() and (p / "__init__.py").is_file() and not p.name.startswith("_")]
+    return sorted(files + packages)
 
 
 def _from_module(module_name: str, origin: str, path: Optional[str], attr: str = "CHECK") -> LoadedCheck:

@@ -1,8 +1,15 @@
 """Runs check probes in a worker subprocess of the target interpreter.
 
 The parent never imports torch. A probe that segfaults, aborts, exits or hangs
-only costs the worker: it becomes a `crashed` / `timeout` outcome and a fresh
-worker carries on with the remaining probes.
+only costs the worker. When it happened inside an announced step (an import, a GPU
+op: probekit.steps), that step is *lost*: it is recorded with its package or device,
+and the check runs again in a fresh worker that skips it, so the rest of its facts
+still come back. Outside any step the check becomes a `crashed` / `timeout` outcome
+and a fresh worker carries on with the remaining checks.
+
+Time limits: the user's --timeout, when given, is the limit for every check; without
+one a check gets DEFAULT_TIMEOUT_S or its own declared larger budget. The limit is on
+silence: it restarts at every step, so a hang is caught that long after it began.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from envdoctor.redact import Redactor
 PACKAGE_DIR_DEFAULT = Path(__file__).resolve().parent
 HELLO_TIMEOUT_S = 30.0
 TORCH_IMPORT_TIMEOUT_S = 180.0
+DEFAULT_TIMEOUT_S = 60.0
+MAX_LOST_STEPS = 6  # per check: past this, the check is reported as crashed, not resumed again
 _STDERR_TAIL_LINES = 40
 
 # Put only envdoctor's own files on the target's path, never this environment's
@@ -64,6 +73,7 @@ class Outcome:
     error: Optional[str] = None
     detail: Optional[str] = None  # traceback or stderr tail
     duration_s: Optional[float] = None
+    lost_steps: List[Dict[str, Any]] = field(default_factory=list)  # steps that crashed or hung a worker
 
 
 @dataclass
@@ -190,14 +200,17 @@ class Runner:
         python: str,
         package_dir: Path,
         checks_dir: Path,
-        timeout_s: float = 60.0,
+        timeout_s: Optional[float] = None,
         torch_import_timeout_s: float = TORCH_IMPORT_TIMEOUT_S,
     ) -> None:
         self.python = python
         self.package_dir = package_dir
         self.checks_dir = checks_dir
-        self.timeout_s = timeout_s
-        self.torch_import_timeout_s = max(torch_import_timeout_s, timeout_s)
+        self.timeout_s = timeout_s  # the user's --timeout; None: the defaults
+        # A cold `import torch` (network filesystems, first CUDA library load) can take
+        # long; the user's limit bounds it too when larger than the default.
+        self.torch_import_timeout_s = max(torch_import_timeout_s, timeout_s or 0)
+        self._lost: Dict[str, Dict[str, Dict[str, Any]]] = {}  # check id -> step key -> lost step
         self._redactor = Redactor.from_environ()
         self._worker: Optional[Worker] = None
         self._hello: Optional[Dict[str, Any]] = None
@@ -274,9 +287,12 @@ class Runner:
                     break
                 restarts += 1
                 continue
-            job: Dict[str, Any] = {"checks": remaining, "ctx": ctx}
+            job: Dict[str, Any] = {"checks": [dict(spec, limit_s=self._limit(spec)) for spec in remaining], "ctx": ctx}
             if self._no_torch:
                 job["torch_import"] = self._torch_import
+            if self._lost:
+                job["lost_steps"] = {cid: {k: {"state": v["state"], "error": v["error"]} for k, v in steps.items()}
+                                     for cid, steps in self._lost.items()}
             worker.send(job)
             if self._drain(worker, remaining, outcomes, notify) or not remaining:
                 break
@@ -287,8 +303,19 @@ class Runner:
         return RunResult(self._hello, self._torch_import, outcomes, restarts)
 
     def _limit(self, spec: Dict[str, Any]) -> float:
-        """--timeout, or the check's own declared budget when that is larger."""
-        return max(self.timeout_s, float(spec.get("timeout_s") or 0))
+        """The user's --timeout when given (their word, whatever the check declares);
+        otherwise the default, or the check's declared budget when that is larger."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return max(DEFAULT_TIMEOUT_S, float(spec.get("timeout_s") or 0))
+
+    def _lose_step(self, check_id: str, step: Dict[str, Any], state: str, how: str, detail: str) -> bool:
+        """Record the step that killed or hung the worker; True when the check should resume past it."""
+        lost = self._lost.setdefault(check_id, {})
+        error = "crashed the interpreter (%s)" % how if state == "crashed" else "did not return within %s s" % how
+        lost[step["key"]] = {"key": step["key"], "what": step.get("what"), "subject": step.get("subject") or {},
+                             "state": state, "error": error, "detail": detail}
+        return len(lost) <= MAX_LOST_STEPS
 
     def _drain(
         self,
@@ -299,43 +326,53 @@ class Runner:
     ) -> bool:
         """Read events until done (True) or until the worker is lost (False)."""
         current: Optional[Dict[str, Any]] = None
+        step: Optional[Dict[str, Any]] = None  # the announced step that has not ended
         started = 0.0
+        last = 0.0  # the last sign of life from the running check
 
-        def lost(state: str, error: str, between: str) -> bool:
-            """The worker is gone: the running probe gets the blame, else every remaining one."""
+        def lost(state: str, how: str, between: str) -> bool:
+            """The worker is gone: the open step gets the blame and its check resumes past it;
+            else the running check gets it; between checks, every remaining one."""
+            detail = self._redactor.text(worker.stderr_tail())
+            worker.kill()
             if current is None:
                 for spec in remaining:
                     outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error=between)
                 remaining.clear()
-            else:
-                outcomes[current["id"]] = Outcome(
-                    current["id"],
-                    state,
-                    error=error,
-                    detail=self._redactor.text(worker.stderr_tail()),
-                    duration_s=round(time.monotonic() - started, 3),
-                )
-                remaining.remove(current)
-                notify("finish", current["id"])
-            worker.kill()
+                return False
+            if step is not None and self._lose_step(current["id"], step, state, how, detail):
+                return False  # `current` stays in `remaining`: the next worker skips the lost step
+            error = "crashed: %s" % how if state == "crashed" else "timed out after %s s" % how
+            outcomes[current["id"]] = Outcome(current["id"], state, error=error, detail=detail,
+                                              duration_s=round(time.monotonic() - started, 3),
+                                              lost_steps=self._lost_list(current["id"]))
+            remaining.remove(current)
+            notify("finish", current["id"])
             return False
 
         while True:
-            budget = HELLO_TIMEOUT_S if current is None else self._limit(current) - (time.monotonic() - started)
+            budget = HELLO_TIMEOUT_S if current is None else self._limit(current) - (time.monotonic() - last)
             try:
                 event = worker.next_event(max(budget, 0.0))
             except TimeoutError:
-                limit = self._limit(current) if current is not None else HELLO_TIMEOUT_S
-                return lost("timeout", "timed out after %s s" % _fmt_seconds(limit), "the worker stopped answering")
+                if current is None:
+                    return lost("timeout", _fmt_seconds(HELLO_TIMEOUT_S), "the worker stopped answering")
+                return lost("timeout", _fmt_seconds(self._limit(current)), "the worker stopped answering")
             if event is None:
                 how = _died(worker)
-                return lost("crashed", "crashed: %s" % how, "crashed: %s (between probes)" % how)
+                return lost("crashed", how, "crashed: %s (between probes)" % how)
+            last = time.monotonic()
             kind = event.get("event")
             if kind == "start":
                 current = next((c for c in remaining if c["id"] == event.get("id")), None)
-                started = time.monotonic()
+                step = None
+                started = last
                 if current is not None:
                     notify("start", current["id"])
+            elif kind == "step" and current is not None:
+                step = {"key": event.get("key"), "what": event.get("what"), "subject": event.get("subject") or {}}
+            elif kind == "step_end":
+                step = None
             elif kind in ("result", "error") and current is not None:
                 check_id = current["id"]
                 if kind == "error":
@@ -345,12 +382,17 @@ class Runner:
                     outcome = Outcome(check_id, "skipped", error=event.get("skipped"))
                 else:
                     outcome = Outcome(check_id, "done", facts=event.get("facts") or {}, duration_s=event.get("duration_s"))
+                outcome.lost_steps = self._lost_list(check_id)
                 outcomes[check_id] = outcome
                 remaining.remove(current)
                 notify("finish", check_id)
                 current = None
+                step = None
             elif kind == "done":
                 return True
+
+    def _lost_list(self, check_id: str) -> List[Dict[str, Any]]:
+        return list(self._lost.get(check_id, {}).values())
 
     def close(self) -> None:
         if self._worker is not None:

@@ -3,8 +3,11 @@ runs each check's probe and streams the outcomes to the parent as JSON lines.
 
 Stdlib only and Python 3.8+: the target environment may have nothing but torch.
 Protocol (one JSON object per line on the original stdout):
-  worker → parent: hello, torch, then per check: start, result | error; then done
-  parent → worker: one job line {"checks": [...], "ctx": {...}, "torch_import": {...}?}
+  worker → parent: hello, torch, then per check: start, (step, step_end)*, result | error; then done
+  parent → worker: one job line {"checks": [...], "ctx": {...}, "torch_import": {...}?,
+                                 "lost_steps": {check id: {step key: {"state", "error"}}}?}
+A `step` names the risky thing about to run (probekit.steps): when the worker dies or
+hangs inside it, the runner pins the failure on it and runs the check again, past it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from types import ModuleType
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from envdoctor.model import Check, ProbeContext
+from envdoctor.probekit import steps
+from envdoctor.probekit.text import exception_text, warning_texts
 from envdoctor.redact import Redactor
 
 PROTOCOL = 1
@@ -69,17 +74,25 @@ class Channel:
         self._stream.flush()
 
 
-def _exception_text(exc: BaseException) -> str:
-    return "%s: %s" % (type(exc).__name__, exc) if str(exc) else type(exc).__name__
+class _FaultLog:
+    """faulthandler writes to a copy of the real stderr, which probes that capture fds 1/2
+    (imports of chatty extensions) cannot redirect: a crash's stack always reaches the
+    runner. Inside a step, a hang dumps every thread's stack just before the runner's limit."""
 
+    def __init__(self) -> None:
+        self.fd = os.dup(2)
+        faulthandler.enable(file=self.fd)
+        self.limit_s: Optional[float] = None
 
-def _warning_texts(caught: List[warnings.WarningMessage]) -> List[str]:
-    seen: List[str] = []
-    for w in caught:
-        text = "%s: %s" % (w.category.__name__, w.message)
-        if text not in seen:
-            seen.append(text)
-    return seen[:_MAX_WARNINGS]
+    def emit_through(self, emit: Any) -> Any:
+        def emit_step(event: str, **payload: Any) -> None:
+            if event == "step" and self.limit_s:
+                faulthandler.dump_traceback_later(max(self.limit_s - 0.5, 0.1), file=self.fd)
+            elif event == "step_end":
+                faulthandler.cancel_dump_traceback_later()
+            emit(event, **payload)
+
+        return emit_step
 
 
 def import_torch() -> Tuple[Any, Dict[str, Any]]:
@@ -92,7 +105,7 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
         try:
             import torch as imported  # the one place torch is imported
         except BaseException as exc:  # noqa: BLE001 - any failure is a fact
-            info["error"] = _exception_text(exc)
+            info["error"] = exception_text(exc)
             info["error_type"] = type(exc).__name__
             info["traceback"] = traceback.format_exc(limit=8)[-4000:]
             torch = None
@@ -102,7 +115,7 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
             info["version"] = getattr(torch, "__version__", None)
             info["file"] = getattr(torch, "__file__", None)
     info["import_s"] = round(time.perf_counter() - start, 3)
-    info["warnings"] = _warning_texts(caught)
+    info["warnings"] = warning_texts(caught, _MAX_WARNINGS)
     return torch, info
 
 
@@ -135,7 +148,7 @@ def run_probe(check: Check, torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         facts = check.probe(torch, ctx)
     if not isinstance(facts, dict):
         raise TypeError("probe of %s returned %s, not a dict" % (check.id, type(facts).__name__))
-    texts = _warning_texts(caught)
+    texts = warning_texts(caught, _MAX_WARNINGS)
     if texts:
         facts.setdefault("warnings", texts)
     return facts
@@ -143,7 +156,7 @@ def run_probe(check: Check, torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    faulthandler.enable()  # a segfault leaves a Python traceback on stderr for the report
+    faults = _FaultLog()  # a segfault leaves a Python traceback on stderr for the report
     channel = Channel(_protocol_stream(), Redactor.from_environ())
     channel.emit(
         "hello",
@@ -153,6 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         executable=sys.executable,
         prefix=sys.prefix,
         platform=platform.platform(),
+        sys_platform=sys.platform,
         machine=platform.machine(),
         pid=os.getpid(),
     )
@@ -168,10 +182,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     job = json.loads(line)
     ctx = ProbeContext.from_dict(job.get("ctx") or {})
     ctx.options["torch_import"] = job.get("torch_import") or torch_info
+    lost_steps = job.get("lost_steps") or {}
+    emit_step = faults.emit_through(channel.emit)
     for spec in job.get("checks", []):
         check_id = spec["id"]
         channel.emit("start", id=check_id)
         start = time.perf_counter()
+        faults.limit_s = spec.get("limit_s")
+        steps.begin_check(check_id, emit_step, lost_steps.get(check_id))
         try:
             check = load_check(spec)
             if getattr(check, "requires_torch", True) and torch is None:
@@ -182,11 +200,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             channel.emit(
                 "error",
                 id=check_id,
-                error=_exception_text(exc),
+                error=exception_text(exc),
                 traceback=traceback.format_exc(limit=12)[-6000:],
                 duration_s=round(time.perf_counter() - start, 4),
             )
             continue
+        finally:
+            steps.end_check()
+            faulthandler.cancel_dump_traceback_later()
         channel.emit("result", id=check_id, facts=facts, duration_s=round(time.perf_counter() - start, 4))
     channel.emit("done")
     return 0

@@ -1,0 +1,176 @@
+"""The extension-abi probe: imports each installed compiled companion for real, as a
+guarded step each (a segfaulting or hanging import is pinned on its package and the
+probe resumes past it), and records what it is and what it was built for.
+
+Stdlib only, Python 3.8+: runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.model import ProbeContext
+from envdoctor.probekit.distributions import installed, requires
+from envdoctor.probekit.imports import record_import
+from envdoctor.probekit.text import exception_chain
+
+APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # GPU-FACTS.md §5, compiled modules
+# Packages whose import outcomes are recorded here but judged by their own check,
+# so that one broken module is one finding: apex's compiled modules → the `apex` check.
+DEFERRED = ("apex",)
+
+# (name shown, distribution names, top-level module, modules to import in order)
+EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
+    ("triton", ("triton", "pytorch-triton", "pytorch-triton-rocm"), "triton", ("triton",)),
+    ("torchvision", ("torchvision",), "torchvision", ("torchvision",)),
+    ("torchaudio", ("torchaudio",), "torchaudio", ("torchaudio",)),
+    ("xformers", ("xformers",), "xformers", ("xformers", "xformers.ops")),
+    ("flash-attn", ("flash-attn", "flash_attn"), "flash_attn", ("flash_attn",)),
+    ("bitsandbytes", ("bitsandbytes",), "bitsandbytes", ("bitsandbytes",)),
+)
+
+def _find_spec(name: str) -> Any:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def _package_dir(spec: Any) -> Optional[str]:
+    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    if locations:
+        return str(locations[0])
+    origin = getattr(spec, "origin", None)
+    return os.path.dirname(origin) if origin and os.path.isabs(origin) else None
+
+
+def _read(path: str, limit: int = 20000) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(limit)
+    except OSError:
+        return None
+
+
+def _build_version(directory: Optional[str]) -> Optional[str]:
+    """`__version__` of the package's version.py (torchvision: '0.28.0+cu130'), read, not imported."""
+    if not directory:
+        return None
+    for name in ("version.py", "__init__.py"):
+        text = _read(os.path.join(directory, name))
+        if text:
+            match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            if match:
+                return match.group(1)
+    return None
+
+
+def _xformers_built_for(directory: Optional[str]) -> Optional[Dict[str, Any]]:
+    """xformers/cpp_lib.json: what its C++ library was compiled against."""
+    if not directory:
+        return None
+    text = _read(os.path.join(directory, "cpp_lib.json"))
+    if not text:
+        return None
+    try:
+        version = json.loads(text).get("version") or {}
+    except (ValueError, AttributeError):
+        return None
+    return {k: version.get(k) for k in ("torch", "cuda", "hip", "python") if k in version}
+
+
+def _xformers_load_error() -> Optional[List[str]]:
+    """xformers swallows the C++ library's load failure at import; it keeps the exception."""
+    lib = sys.modules.get("xformers._cpp_lib")
+    exc = getattr(lib, "_cpp_library_load_exception", None) if lib is not None else None
+    return exception_chain(exc) if isinstance(exc, BaseException) else None
+
+
+def _apex(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """NVIDIA apex's compiled modules, or a note that the installed apex is not NVIDIA's."""
+    dist, version = installed(("apex",))
+    spec = _find_spec("apex")
+    directory = _package_dir(spec) if spec is not None else None
+    compiled = [m for m in APEX_MODULES if _find_spec(m) is not None]
+    if dist is None and spec is None and not compiled:
+        return None
+    impostor = bool(version and version.startswith("0.9.")) or bool(
+        directory and os.path.isfile(os.path.join(directory, "lib", "libapex.py")))
+    if impostor:
+        facts["skipped"].append({"name": "apex", "version": version,
+                                 "reason": "the PyPI package 'apex' %s is not NVIDIA apex (the apex check reports it)" % version})
+        return None
+    if not compiled:
+        facts["skipped"].append({"name": "apex", "version": version,
+                                 "reason": "NVIDIA apex without compiled modules (a Python-only build; the apex check reports it)"})
+        return None
+    return {"name": "apex", "dist": dist, "version": version, "location": directory, "modules": compiled}
+
+
+def _torch_facts(torch: Any) -> Dict[str, Any]:
+    version_mod = getattr(torch, "version", None)
+    info: Dict[str, Any] = {
+        "version": str(getattr(torch, "__version__", "")),
+        "dist_version": installed(("torch",))[1],
+        "cuda": getattr(version_mod, "cuda", None),
+        "hip": getattr(version_mod, "hip", None),
+    }
+    try:
+        info["cxx11_abi"] = bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+    except Exception:  # noqa: BLE001
+        info["cxx11_abi"] = None
+    # torch's own pins on its companions (e.g. `triton==3.5.1; platform_system == "Linux"`).
+    info["requires"] = [r for r in requires("torch") if re.match(r"\s*(pytorch-)?triton", r)]
+    return info
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    facts: Dict[str, Any] = {
+        "torch": _torch_facts(torch),
+        "extensions": [],
+        "skipped": [],
+        "ops": [],
+    }
+    for name, dists, top, modules in EXTENSIONS:
+        dist, version = installed(dists)
+        spec = _find_spec(top)
+        if spec is None:
+            if dist is not None:
+                facts["skipped"].append({"name": name, "version": version,
+                                         "reason": "distribution %s %s is installed but module %s is missing" % (dist, version, top)})
+            continue
+        directory = _package_dir(spec)
+        entry: Dict[str, Any] = {
+            "name": name,
+            "dist": dist,
+            "version": version,
+            "build_version": _build_version(directory),
+            "requires_torch": [r for r in requires(dist) if re.match(r"\s*torch\b(?![-_.\w])", r)],
+            "location": directory,
+        }
+        if name == "xformers":
+            entry["built_for"] = _xformers_built_for(directory)
+        facts["extensions"].append(entry)
+        for module in modules:
+            env = {"TORCHVISION_WARN_WHEN_EXTENSION_LOADING_FAILS": "1"} if name == "torchvision" else None
+            fact = record_import(name, module, version, env)
+            facts["ops"].append(fact)
+            if name == "xformers" and module == "xformers":
+                load_error = _xformers_load_error()
+                if load_error:
+                    fact["extension_error"] = load_error
+            if not fact["ok"]:
+                break  # the submodules cannot import either
+        if entry["version"] is None:
+            entry["version"] = next((o.get("version") for o in facts["ops"] if o.get("package") == name and o.get("version")), None)
+    apex = _apex(facts)
+    if apex is not None:
+        facts["extensions"].append(apex)
+        for module in apex.pop("modules"):
+            facts["ops"].append(record_import("apex", module, apex.get("version")))
+    return facts

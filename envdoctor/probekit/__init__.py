@@ -1,0 +1,12 @@
+"""The probe kit: what every probe uses inside the worker, written once.
+
+Stdlib only, Python 3.8+: these modules run in the *target* interpreter.
+
+- `steps`: announce a risky step (an import, a GPU op, an extension call) so that a
+  crash or hang is pinned on it and the probe resumes past it in a fresh worker.
+- `ops`: run one tiny torch operation and record what happened (`run_op`).
+- `text`: exception texts and dtype names, spelled one way.
+- `gpus`: the identity of a CUDA device (name, capability) as every check records it.
+- `distributions`: installed distributions read from metadata, never imported.
+- `imports`: import a module and record everything it did (errors, warnings, logs, output).
+"""

@@ -1,0 +1,50 @@
+"""The identity of a CUDA device as every check records it.
+
+Stdlib only, Python 3.8+; torch is passed in.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.model import ProbeContext
+from envdoctor.probekit.text import error_text
+
+
+def device_index(device: str) -> int:
+    """0 for 'cuda:0' (and for a bare 'cuda')."""
+    _, _, index = device.partition(":")
+    return int(index) if index.isdigit() else 0
+
+
+def identity(torch: Any, device: str) -> Dict[str, Any]:
+    """{"id", "index", "name", "capability": "8.0"} of one CUDA device; a query that
+    fails leaves its field None and records "error" (a broken GPU is a fact, not a crash)."""
+    index = device_index(device)
+    info: Dict[str, Any] = {"id": "cuda:%d" % index, "index": index, "name": None, "capability": None}
+    try:
+        info["name"] = str(torch.cuda.get_device_name(index))
+        major, minor = torch.cuda.get_device_capability(index)
+        info["capability"] = "%d.%d" % (int(major), int(minor))
+    except Exception as exc:  # noqa: BLE001
+        info["error"] = error_text(exc)
+        info["error_type"] = type(exc).__name__
+    return info
+
+
+def cuda_devices(torch: Any, ctx: ProbeContext) -> List[str]:
+    """The selected CUDA devices ('cuda:0', ...), in order."""
+    return [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
+
+
+def capability_tuple(capability: Any) -> Optional[Tuple[int, int]]:
+    """(8, 0) from "8.0", [8, 0] or (8, 0); None when unreadable."""
+    if capability is None:
+        return None
+    try:
+        if isinstance(capability, (list, tuple)):
+            return int(capability[0]), int(capability[1])
+        major, minor = str(capability).split(".")[:2]
+        return int(major), int(minor)
+    except (ValueError, IndexError, TypeError):
+        return None

@@ -1,0 +1,210 @@
+"""Import a module and record everything it did: the exception and its causes, the
+warnings, log records and whatever it wrote to stdout/stderr (C-level prints too), and,
+for a shared library that failed to load, the dynamic loader's own reason.
+
+Every import is a guarded step: an import that segfaults or hangs is pinned on that
+package, and the probe goes on past it in a fresh worker.
+
+Stdlib only, Python 3.8+: runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from envdoctor.model import op_fact
+from envdoctor.probekit.steps import StepLost, step
+from envdoctor.probekit.text import error_text, exception_chain, warning_texts
+
+_MAX_TEXT = 3000
+
+
+class _OutputCapture:
+    """Send fds 1 and 2 to a temporary file while an extension imports, so that C-level
+    prints and logging's last-resort handler are recorded. (The worker points faulthandler
+    at a copy of the real stderr, so a crash inside the import still reaches the runner.)"""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self._saved: List[Tuple[int, int]] = []
+        self._file: Any = None
+        self._streams: List[Tuple[str, Any, Any]] = []  # (sys attribute, original, replacement)
+
+    @staticmethod
+    def _flush() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def __enter__(self) -> _OutputCapture:
+        try:
+            self._flush()
+            self._file = tempfile.TemporaryFile()
+            for fd in (1, 2):
+                self._saved.append((fd, os.dup(fd)))
+                os.dup2(self._file.fileno(), fd)
+            # Python-level streams that do not write to fds 1/2 (a notebook, a test runner) are
+            # pointed at them for the duration, so that print() is recorded too.
+            for attr, fd in (("stdout", 1), ("stderr", 2)):
+                stream = getattr(sys, attr)
+                try:
+                    same = stream is not None and stream.fileno() == fd
+                except Exception:  # noqa: BLE001 - io.UnsupportedOperation and friends
+                    same = False
+                if not same:
+                    replacement = open(fd, "w", encoding="utf-8", errors="replace", closefd=False)
+                    self._streams.append((attr, stream, replacement))
+                    setattr(sys, attr, replacement)
+        except Exception:  # noqa: BLE001 - no capture is better than a broken probe
+            self._restore()
+        return self
+
+    def _restore(self) -> None:
+        self._flush()
+        for attr, original, replacement in self._streams:
+            setattr(sys, attr, original)
+            try:
+                replacement.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._streams = []
+        for fd, saved in self._saved:
+            try:
+                os.dup2(saved, fd)
+            except OSError:
+                pass
+            try:
+                os.close(saved)
+            except OSError:
+                pass
+        self._saved = []
+
+    def __exit__(self, *exc: Any) -> None:
+        self._restore()
+        if self._file is not None:
+            try:
+                self._file.seek(0)
+                self.text = self._file.read(64 * 1024).decode("utf-8", "replace")
+            finally:
+                self._file.close()
+
+
+class _LogCapture(logging.Handler):
+    """Log records of WARNING and above emitted during an import (xformers warns this way)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: List[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.records.append("%s: %s" % (record.name, record.getMessage()))
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_LIBRARY_RE = re.compile(r"Could not load this library: (\S+)")
+
+
+def _dlopen_errors(texts: Sequence[str]) -> List[Dict[str, Any]]:
+    """torch.ops.load_library hides the loader's reason behind 'Could not load this library:
+    PATH'; loading PATH once more with ctypes gives it (e.g. `libc10_cuda.so: cannot open
+    shared object file`). Only paths that already failed to load are tried."""
+    paths: List[str] = []
+    for text in texts:
+        for match in _LIBRARY_RE.finditer(text or ""):
+            path = match.group(1).rstrip(".,;:'\")")
+            if path not in paths and os.path.isfile(path):
+                paths.append(path)
+    results: List[Dict[str, Any]] = []
+    for path in paths[:3]:
+        try:
+            import ctypes
+
+            ctypes.CDLL(path)
+        except OSError as exc:
+            results.append({"path": path, "ok": False, "error": error_text(exc)})
+        except Exception as exc:  # noqa: BLE001
+            results.append({"path": path, "ok": False, "error": "%s: %s" % (type(exc).__name__, error_text(exc))})
+        else:
+            results.append({"path": path, "ok": True, "error": None})
+    return results
+
+
+def record_import(package: str, module: str, version: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """Import `module` once as a guarded step ("importing flash_attn 2.7.4"), recording the
+    outcome, time, warnings, log records and captured output as an op fact
+    {"op": "import <module>", "package", "ok", "error", "error_type", ...}. `env` sets
+    environment variables for the duration (e.g. to make a library say why it fails)."""
+    already = module in sys.modules
+    saved_env = {k: os.environ.get(k) for k in (env or {})}
+    os.environ.update(env or {})
+    handler = _LogCapture()
+    root = logging.getLogger()
+    root.addHandler(handler)
+    exc_info: Optional[BaseException] = None
+    loaded: Any = None
+    start = time.perf_counter()
+    what = "importing %s%s" % (module, " " + version if version else "")
+    lost: Optional[StepLost] = None
+    try:
+        with _OutputCapture() as output, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                with step(what, package=package, module=module, version=version):
+                    loaded = importlib.import_module(module)
+            except StepLost as exc:
+                lost = exc
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the failure is the fact
+                exc_info = exc
+    finally:
+        elapsed = time.perf_counter() - start
+        root.removeHandler(handler)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    warnings_seen = warning_texts(caught, 10)
+    extra: Dict[str, Any] = {
+        "package": package,
+        "module": module,
+        "import_s": round(elapsed, 3),
+        "warnings": warnings_seen,
+        "log": handler.records[:10],
+        "stderr": output.text.strip()[-_MAX_TEXT:],
+    }
+    if already:
+        extra["already_imported"] = True
+    if lost is not None:
+        return op_fact("import %s" % module, "", "", False, lost.error, None, error_type=lost.error_type, lost=lost.state,
+                       what=what, **extra)
+    if exc_info is None:
+        extra["version"] = str(getattr(loaded, "__version__", "") or "") or None
+        extra["file"] = getattr(loaded, "__file__", None)
+        fact = op_fact("import %s" % module, "", "", True, None, None, **extra)
+    else:
+        frames = traceback.extract_tb(exc_info.__traceback__)[-6:]
+        extra["error_type"] = type(exc_info).__name__
+        extra["causes"] = exception_chain(exc_info)[1:]
+        extra["frames"] = ["%s:%s in %s" % (f.filename, f.lineno, f.name) for f in frames]
+        fact = op_fact("import %s" % module, "", "", False, error_text(exc_info), None, **extra)
+    texts = [fact.get("error") or ""] + list(extra.get("causes") or []) + warnings_seen + handler.records + [extra["stderr"]]
+    dlopen = _dlopen_errors(texts)
+    if dlopen:
+        fact["dlopen"] = dlopen
+    return fact
+
+

@@ -1,0 +1,78 @@
+"""Exception texts and dtype names, spelled one way for every probe and rule.
+
+Stdlib only, Python 3.8+.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, List, Optional
+
+_MAX_MESSAGE = 600
+# What torch appends to CUDA errors (c10/cuda/CUDAMiscFunctions.cpp): advice, not the error.
+_HELP_SUFFIXES = (
+    "\nCUDA kernel errors might",
+    "\nSearch for `cuda",
+    "\nFor more detailed error",
+    "\nCompile with `TORCH_USE_CUDA_DSA`",
+    "\nException raised from",
+)
+
+# torch dtype name -> the short name users write in configs and flags.
+SHORT_DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def error_text(exc: BaseException) -> str:
+    """The exception message as torch printed it, without the long help suffixes."""
+    message = str(exc).strip() or type(exc).__name__
+    for marker in _HELP_SUFFIXES:
+        cut = message.find(marker)
+        if cut > 0:
+            message = message[:cut]
+    return message.strip()[:_MAX_MESSAGE]
+
+
+def exception_text(exc: BaseException) -> str:
+    """'Type: message' (or just 'Type' when the message is empty)."""
+    message = error_text(exc) if str(exc).strip() else ""
+    return "%s: %s" % (type(exc).__name__, message) if message else type(exc).__name__
+
+
+def exception_chain(exc: Optional[BaseException], depth: int = 5) -> List[str]:
+    """The exception and its causes as 'Type: message', outermost first."""
+    seen: List[str] = []
+    while exc is not None and len(seen) < depth:
+        text = "%s: %s" % (type(exc).__name__, error_text(exc))
+        if text not in seen:
+            seen.append(text)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def warning_texts(caught: Iterable[Any], limit: int = 20) -> List[str]:
+    """'Category: message' of recorded warnings, first occurrence only."""
+    texts: List[str] = []
+    for w in caught:
+        text = "%s: %s" % (w.category.__name__, w.message)
+        if text not in texts:
+            texts.append(text)
+    return texts[:limit]
+
+
+def dtype_name(dtype: Any) -> str:
+    """'float16' for torch.float16 (and for the string 'float16')."""
+    return str(dtype).replace("torch.", "")
+
+
+def short_dtype(dtype: Any) -> str:
+    """'fp16' for torch.float16 or 'float16'; other dtypes keep their name."""
+    name = dtype_name(dtype)
+    return SHORT_DTYPE.get(name, name)
+
+
+def dedupe(items: Iterable[str]) -> List[str]:
+    """Items in first-seen order without repeats."""
+    out: List[str] = []
+    for item in items:
+        if item not in out:
+            out.append(item)
+    return out
