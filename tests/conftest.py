@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from envdoctor.model import Check, Environment, Finding
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
@@ -26,6 +28,39 @@ def handwritten(name: str) -> Dict[str, Any]:
     data = json.loads((FIXTURES / "handwritten" / name).read_text(encoding="utf-8"))
     assert data["source"].startswith("hand-written: ")
     return data["facts"]
+
+
+# The target the rules see when a snapshot does not say (hand-written GPU snapshots).
+ENV = Environment(python="/home/me/venv/bin/python", python_version="3.11.7", platform="Linux-6.1.0-x86_64-with-glibc2.36",
+                  sys_platform="linux", machine="x86_64", prefix="/home/me/venv", torch="2.13.0+cpu", torch_import={"ok": True})
+
+
+def env_of(report: Dict[str, Any]) -> Environment:
+    """The environment a recorded report was judged in."""
+    return Environment.from_report(report["environment"])
+
+
+def env_for(facts: Dict[str, Any]) -> Environment:
+    """The target of a snapshot: snapshots recorded before rules took `env` carry the
+    interpreter, prefix and platform in their facts; otherwise ENV."""
+    torch = facts.get("torch")
+    version = torch.get("version") if isinstance(torch, dict) else torch
+    version = version or (facts.get("torch_import") or {}).get("version")
+    return Environment(
+        python=facts.get("python") or ENV.python,
+        python_version=facts.get("python_version") or ENV.python_version,
+        platform=ENV.platform,
+        sys_platform=facts.get("platform") or ENV.sys_platform,
+        machine=facts.get("machine") or ENV.machine,
+        prefix=facts.get("prefix") or ENV.prefix,
+        torch=version if isinstance(version, str) else (None if "torch_import" in facts else ENV.torch),
+        torch_import=facts.get("torch_import") or {"ok": True},
+    )
+
+
+def judge(check: Check, facts: Dict[str, Any], env: Optional[Environment] = None) -> List[Finding]:
+    """A check's rules on a snapshot, as the engine calls them."""
+    return check.judge(facts, env or env_for(facts))
 
 
 def torch_has_cuda() -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-from conftest import ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import judge, ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.registry import load_checks
@@ -101,7 +101,7 @@ def test_recorded_snapshot_without_apex_has_no_findings() -> None:
     facts = facts_of(report, "apex")
     assert facts["distribution"] is None and facts["package"] == {"found": False} and facts["extensions"] == []
     assert facts["ops"] == [] and facts["import"]["skipped"] == "no module named apex"
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     assert CHECK.summarize(facts) == "apex not installed" == check["summary"]
     assert check["status"] == "ok" and check["duration_s"] < 2.0
 
@@ -115,7 +115,7 @@ def test_recorded_impostor_snapshot() -> None:
     assert facts["package"]["contents"]["lib/libapex.py"] and not facts["package"]["contents"]["normalization/fused_layer_norm.py"]
     assert facts["import"]["error"] == "No module named 'pyramid_mailer'"
     assert facts["import"]["where"].endswith("apex/__init__.py:1")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-impostor"]
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -146,7 +146,7 @@ def test_impostor_found_by_its_files_alone_and_removed_by_hand() -> None:
     facts = facts_of(load_fixture("impostor-apex-torch-2.13.0.json"), "apex")
     facts["distribution"] = None
     facts["import"] = {"ok": False, "skipped": "not imported"}
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-impostor"]
     assert any("lib/libapex.py" in e for e in findings[0].evidence)
     first = findings[0].remedies[0]
@@ -159,7 +159,7 @@ def test_impostor_with_old_pip_and_nvidia_leftovers() -> None:
     facts["pip"] = "22.3.1"
     facts["torch_cuda"] = "12.1"
     facts["extensions"] = [{"name": "amp_C", "origin": "/v/amp_C.cpython-311-x86_64-linux-gnu.so", "compiled": True, "kind": "cuda"}]
-    finding = CHECK.diagnose(facts)[0]
+    finding = judge(CHECK, facts)[0]
     assert finding.code == "apex-impostor"
     assert any("left over from an NVIDIA apex build: amp_C" in e for e in finding.evidence)
     flags = remedy(finding, "apex-build-from-source-flags")
@@ -170,7 +170,7 @@ def test_impostor_with_old_pip_and_nvidia_leftovers() -> None:
 def test_impostor_evidence_explains_the_transformers_fallback() -> None:
     facts = facts_of(load_fixture("impostor-apex-torch-2.13.0.json"), "apex")
     facts["transformers"] = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")["transformers"]
-    finding = CHECK.diagnose(facts)[0]
+    finding = judge(CHECK, facts)[0]
     line = next(e for e in finding.evidence if e.startswith("transformers 4.57.6"))
     assert "t5, longt5, pix2struct, pop2piano" in line and "fall back to their own T5LayerNorm" in line
     assert_never_advises_pypi_apex([finding])
@@ -181,7 +181,7 @@ def test_impostor_evidence_explains_the_transformers_fallback() -> None:
 
 def test_seed_002_fused_rmsnorm_dtype_mix_on_a100_with_t5_routed() -> None:
     facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-fused-norm-fails"]
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -197,7 +197,9 @@ def test_seed_002_fused_rmsnorm_dtype_mix_on_a100_with_t5_routed() -> None:
     ids = [r.id for r in finding.remedies]
     assert ids[0] == "apex-uninstall" and "transformers-upgrade" in ids and "apex-norm-same-dtype" in ids
     assert remedy(finding, "apex-uninstall").action == {"uninstall": ["apex"]}
-    assert remedy(finding, "transformers-upgrade").commands == ("/opt/conda/bin/python -m pip install 'transformers>=5.8.0'",)
+    upgrade = remedy(finding, "transformers-upgrade")  # torch stays as it is
+    assert upgrade.commands == ("/opt/conda/bin/python -m pip install 'transformers>=5.8.0' torch==2.4.0+cu121",)
+    assert upgrade.action == {"install": ["transformers>=5.8.0"], "constraints": ["torch==2.4.0+cu121"]}
     assert "apex-build-from-source" not in ids  # a rebuilt apex rejects the same mixes
     assert_never_advises_pypi_apex(findings)
     summary = CHECK.summarize(facts)
@@ -217,7 +219,7 @@ def test_seed_002_fused_rmsnorm_dtype_mix_on_a100_with_t5_routed() -> None:
 def test_dtype_mixes_matter_most_when_transformers_routes_t5(transformers: Dict[str, Any], routed: bool) -> None:
     facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
     facts["transformers"] = transformers
-    finding = by_code(CHECK.diagnose(facts))["apex-fused-norm-fails"]
+    finding = by_code(judge(CHECK, facts))["apex-fused-norm-fails"]
     assert finding.severity is (Severity.ERROR if routed else Severity.WARNING)
     routing = [e for e in finding.evidence if "replaces the layer norms" in e]
     assert bool(routing) is routed
@@ -234,7 +236,7 @@ def test_same_dtype_failures_call_for_a_rebuild() -> None:
     no_kernel = "CUDA error: no kernel image is available for execution on the device"
     for op in facts["ops"]:
         op.update(ok=False, error=no_kernel, error_type="RuntimeError", max_rel_err=None)
-    finding = by_code(CHECK.diagnose(facts))["apex-fused-norm-fails"]
+    finding = by_code(judge(CHECK, facts))["apex-fused-norm-fails"]
     assert finding.severity is Severity.ERROR
     assert "FusedLayerNorm in 9 of 9" in finding.title
     build = remedy(finding, "apex-build-from-source")
@@ -247,7 +249,7 @@ def test_wrong_numbers_are_an_error() -> None:
     facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
     target = next(o for o in facts["ops"] if o["op"] == "FusedLayerNorm" and o["dtype"] == o["weight_dtype"] == "float16")
     target["max_rel_err"] = 0.4
-    finding = by_code(CHECK.diagnose(facts))["apex-fused-norm-wrong-results"]
+    finding = by_code(judge(CHECK, facts))["apex-fused-norm-wrong-results"]
     assert finding.severity is Severity.ERROR
     assert finding.evidence == ("cuda:0 FusedLayerNorm input fp16 × weight fp16: max relative error 0.4 vs the fp32 torch reference",)
     assert "FusedLayerNorm 2/9 on cuda:0" in CHECK.summarize(facts)
@@ -256,16 +258,16 @@ def test_wrong_numbers_are_an_error() -> None:
 def test_healthy_apex_with_t5_routed_is_a_note() -> None:
     facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
     facts["ops"] = [o for o in facts["ops"] if o["ok"]]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-t5-fused-rmsnorm"]
     assert findings[0].severity is Severity.INFO and findings[0].subject["models"] == ["t5", "longt5", "pix2struct", "pop2piano"]
     facts["transformers"] = {"version": None, "found": False}
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
 
 
 def test_python_only_build_on_a100() -> None:
     facts = handwritten("apex-a100-python-only-build.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-no-cuda-extensions"]  # the 18 failed runs are this, not a separate finding
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -285,7 +287,7 @@ def test_python_only_build_without_gpu_or_transformers_is_a_warning() -> None:
     facts = handwritten("apex-a100-python-only-build.json")
     facts.update(torch="2.4.0+cpu", torch_cuda=None, devices=[], ops=[], fused_ops="no CUDA device",
                  transformers={"version": None, "found": False})
-    findings = by_code(CHECK.diagnose(facts))
+    findings = by_code(judge(CHECK, facts))
     assert list(findings) == ["apex-no-cuda-extensions", "apex-no-cuda-device"]
     assert findings["apex-no-cuda-extensions"].severity is Severity.WARNING
     assert [r.id for r in findings["apex-no-cuda-extensions"].remedies] == ["apex-uninstall"]  # nothing to build against
@@ -295,7 +297,7 @@ def test_python_only_build_without_gpu_or_transformers_is_a_warning() -> None:
 
 def test_extension_built_for_another_torch() -> None:
     facts = handwritten("apex-a100-undefined-symbol.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-extension-abi"]  # the failed runs are the same ImportError
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -320,7 +322,7 @@ def test_extension_that_fails_otherwise_is_broken_not_abi() -> None:
         op["error"] = lost
     facts["construct"] = {"FusedRMSNorm": {"ok": False, "error": lost, "error_type": "ImportError"},
                           "FusedLayerNorm": {"ok": False, "error": lost, "error_type": "ImportError"}}
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-extension-broken"]
     assert any("18 of 18 fused-norm runs" in e for e in findings[0].evidence)
 
@@ -330,7 +332,7 @@ def test_apex_that_does_not_import_is_a_warning() -> None:
     facts["normalization_import"] = {"ok": False, "error": "module 'torch.compiler' has no attribute 'is_compiling'",
                                      "error_type": "AttributeError", "where": "/x/apex/normalization/fused_layer_norm.py:10"}
     facts.update(ops=[], construct={}, fused_ops="apex.normalization does not import")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-import-fails"]
     assert findings[0].severity is Severity.WARNING
     assert any("discovered apex but it failed to load" in e for e in findings[0].evidence)  # not an ImportError: transformers warns
@@ -342,7 +344,7 @@ def test_nvidia_apex_without_torch_is_left_to_torch_install() -> None:
     facts["import"] = {"ok": False, "skipped": "torch does not import"}
     for key in ("normalization_import", "construct", "fused_ops"):
         facts.pop(key)
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     assert CHECK.summarize(facts) == "NVIDIA apex 0.1 · not imported: torch does not import"
 
 
@@ -350,15 +352,15 @@ def test_an_unrecognised_apex_is_a_warning() -> None:
     facts = handwritten("apex-a100-python-only-build.json")
     facts["distribution"] = dict(facts["distribution"], version="2.0", summary="Something else", nvidia_files=[])
     facts["package"]["contents"] = {k: False for k in facts["package"]["contents"]}
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["apex-unrecognized"] and findings[0].severity is Severity.WARNING
     assert_never_advises_pypi_apex(findings)
 
 
 def test_no_remedy_anywhere_advises_the_index_apex() -> None:
     names = ["apex-a100-seed-002-fused-rmsnorm-dtype-mix.json", "apex-a100-python-only-build.json", "apex-a100-undefined-symbol.json"]
-    findings = [f for n in names for f in CHECK.diagnose(handwritten(n))]
-    findings += CHECK.diagnose(facts_of(load_fixture("impostor-apex-torch-2.13.0.json"), "apex"))
+    findings = [f for n in names for f in judge(CHECK, handwritten(n))]
+    findings += judge(CHECK, facts_of(load_fixture("impostor-apex-torch-2.13.0.json"), "apex"))
     assert len(findings) >= 4
     assert_never_advises_pypi_apex(findings)
     assert BAD_ADVICE.search("python -m pip install --upgrade apex") and BAD_ADVICE.search("pip install apex")  # the guard works
@@ -371,7 +373,7 @@ def test_live_check_without_apex() -> None:
     report = run_json("--only", "apex")
     check = check_of(report, "apex")
     assert check["status"] == "ok" and check["findings"] == [] and check["summary"] == "apex not installed"
-    assert check["facts"]["python"] == report["environment"]["executable"]
+    assert "python" not in check["facts"]  # the rules take the interpreter from the environment
     assert check["duration_s"] < 2.0
 
 
@@ -470,7 +472,7 @@ def test_fused_norms_on_a_real_gpu() -> None:
                 assert o["ok"] == (o["error"] is None)
                 if o["ok"]:
                     assert o["out_dtype"] == o["dtype"] or o["dtype"] != o["weight_dtype"]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert "apex-fused-norm-wrong-results" not in codes(findings), [f.evidence for f in findings]
     same = [o for o in facts["ops"] if o["dtype"] == o["weight_dtype"] and o["dtype"] != "bfloat16"]
     assert all(o["ok"] for o in same), [o for o in same if not o["ok"]]

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
+from conftest import judge, check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks
@@ -32,7 +32,7 @@ def test_recorded_cpu_snapshot_is_a_quick_no_cuda_info_with_the_cpu_matmul() -> 
     cpu = facts["cpu"]
     assert (cpu["op"], cpu["device"], cpu["dtype"], cpu["ok"], cpu["out_dtype"]) == ("matmul", "cpu", "bfloat16", True, "bfloat16")
     assert 0 < cpu["max_rel_err"] < 8e-2  # bf16 rounding, measured
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["no-cuda-device"]
     assert findings[0].severity is Severity.INFO
     assert findings[0].title == "no CUDA device: bf16 support is checked on CUDA GPUs only"
@@ -57,7 +57,7 @@ def test_end_to_end_on_this_cpu_machine() -> None:
 
 def test_t4_is_emulated_bf16_a_warning_naming_the_gpu() -> None:
     facts = handwritten("bf16-t4-emulated.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["bf16-emulated"]
     finding = findings[0]
     assert finding.severity is Severity.WARNING
@@ -79,7 +79,7 @@ def test_t4_is_emulated_bf16_a_warning_naming_the_gpu() -> None:
 
 def test_v100_on_torch_without_the_emulation_keyword_is_emulated() -> None:
     facts = handwritten("bf16-v100-emulated.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["bf16-emulated"]
     assert findings[0].title.startswith("cuda:0 Tesla V100-SXM2-32GB (compute capability 7.0) has no native bf16")
     assert "this torch has no is_bf16_supported(including_emulation=...) keyword" in findings[0].evidence
@@ -89,14 +89,14 @@ def test_v100_on_torch_without_the_emulation_keyword_is_emulated() -> None:
 @pytest.mark.parametrize("name", ["bf16-a100-native.json", "bf16-h100-native.json"])
 def test_ampere_and_hopper_are_native_and_quiet(name: str) -> None:
     facts = handwritten(name)
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     cap = facts["devices"][0]["capability"]
     assert CHECK.summarize(facts) == "cuda:0 (%s) bf16 native" % cap
 
 
 def test_p100_whose_bf16_gemm_fails_is_none_and_an_error() -> None:
     facts = handwritten("bf16-p100-unsupported.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["bf16-unsupported"]
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -113,7 +113,7 @@ def test_bf16_failing_on_an_ampere_gpu_is_bf16_fails_and_points_at_cublas() -> N
     matmul.update(ok=False, error="at::cuda::blas::gemm: not implemented for N3c108BFloat16E", max_rel_err=None, error_type="RuntimeError")
     del matmul["out_dtype"]
     facts["devices"][0].pop("timing")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["bf16-fails"]
     assert findings[0].severity is Severity.ERROR
     assert "check-cublas" in {r.id for r in findings[0].remedies}
@@ -124,7 +124,7 @@ def test_bf16_tensor_creation_failing_is_none() -> None:
     # torch 1.2's wording when CUDA had no bf16 at all (github.com/pytorch/pytorch/issues/23149)
     facts["ops"][0].update(ok=False, error="\"copy_\" not implemented for 'BFloat16'", error_type="RuntimeError")
     del facts["ops"][0]["out_dtype"]
-    assert codes(CHECK.diagnose(facts)) == ["bf16-unsupported"]
+    assert codes(judge(CHECK, facts)) == ["bf16-unsupported"]
 
 
 @pytest.mark.parametrize("error", [
@@ -138,7 +138,7 @@ def test_a_gpu_failing_for_another_reason_is_not_judged_on_bf16(error: str) -> N
     facts["ops"][1].update(ok=False, error=error, max_rel_err=None, error_type="RuntimeError")
     del facts["ops"][1]["out_dtype"]
     facts["devices"][0].pop("timing")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert [(f.code, f.severity) for f in findings] == [("bf16-not-judged", Severity.INFO)]
     assert findings[0].evidence == ("cuda:0: %s" % error,)
     assert CHECK.summarize(facts) == "cuda:0 (8.0) bf16 not judged (the GPU failed)"
@@ -147,7 +147,7 @@ def test_a_gpu_failing_for_another_reason_is_not_judged_on_bf16(error: str) -> N
 def test_bf16_matmul_returning_nan_is_wrong_results() -> None:
     facts = handwritten("bf16-h100-native.json")
     facts["ops"][1]["max_rel_err"] = "nan"
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["bf16-wrong-results"]
     assert findings[0].evidence == ("cuda:0 bf16 256×256 matmul: max relative error nan vs fp32 (tolerance 0.08)",)
 
@@ -158,7 +158,7 @@ def test_two_gpus_are_judged_separately() -> None:
     dev1 = dict(a100["devices"][0], id="cuda:1", index=1)
     ops1 = [dict(o, device="cuda:1") for o in a100["ops"]]
     facts = dict(t4, devices=t4["devices"] + [dev1], ops=t4["ops"] + ops1)
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert [(f.code, f.subject["device"]) for f in findings] == [("bf16-emulated", "cuda:0")]
     assert CHECK.summarize(facts) == "cuda:0 (7.5) bf16 emulated · cuda:1 (8.0) bf16 native"
 
@@ -167,7 +167,7 @@ def test_rocm_devices_are_native_whatever_their_gfx_number() -> None:
     facts = handwritten("bf16-a100-native.json")
     facts["hip"], facts["cuda_build"] = "6.2.41133", None
     facts["devices"][0].update(name="AMD Instinct MI210", capability="9.0")
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
 
 
 # ---- the probe with a fake CUDA namespace over the CPU torch
@@ -240,7 +240,7 @@ def test_probe_asks_each_device_under_its_own_context(keyword: bool) -> None:
     assert all(o["error"] for o in facts["ops"])
     assert not any("timing" in d for d in devs)
     assert facts["cpu"]["ok"] is True
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert [(f.code, f.subject["device"]) for f in findings] == [("bf16-unsupported", "cuda:0"), ("bf16-fails", "cuda:1")]
 
 
@@ -283,7 +283,7 @@ def test_real_gpu_bf16_matmul_is_right_and_timed() -> None:
 
     facts = json.loads(json.dumps(CHECK.probe(torch, ProbeContext())))
     assert facts["devices"]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     for dev in facts["devices"]:
         matmul = next(o for o in facts["ops"] if o["device"] == dev["id"] and o["op"] == "matmul")
         mine = [f.code for f in findings if f.subject.get("device") == dev["id"]]

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
+from conftest import judge, check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks
@@ -38,7 +38,7 @@ def test_recorded_cpu_snapshot_is_a_quick_no_cuda_info() -> None:
     check = check_of(report, "cublas")
     facts = facts_of(report, "cublas")
     assert facts["cuda_build"] is None and facts["devices"] == [] and facts["ops"] == []
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["no-cuda-device"]
     assert findings[0].severity is Severity.INFO
     assert findings[0].evidence[0] == "torch 2.13.0+cpu is a CPU-only build (torch.version.cuda is None)"
@@ -71,7 +71,7 @@ def test_end_to_end_no_cuda_is_info_and_quick() -> None:
 @pytest.mark.parametrize("name", ["cublas-a100-healthy.json", "cublas-h100-healthy.json"])
 def test_healthy_gpu_has_no_findings(name: str) -> None:
     facts = handwritten(name)
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     summary = CHECK.summarize(facts)
     assert summary.startswith("cuda:0 ok (3 GEMMs, max rel err ")
     assert "cuDNN %d" % facts["cudnn"]["version"] in summary
@@ -82,7 +82,7 @@ def test_healthy_gpu_has_no_findings(name: str) -> None:
 
 def test_second_gpu_not_initialized_with_free_memory_is_a_broken_cublas_on_that_gpu_only() -> None:
     facts = handwritten("cublas-two-a100-cuda1-not-initialized.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cublas-init-failed"]
     finding = findings[0]
     assert finding.check == "cublas" and finding.severity is Severity.ERROR
@@ -95,7 +95,7 @@ def test_second_gpu_not_initialized_with_free_memory_is_a_broken_cublas_on_that_
     remedies = {r.id: r for r in finding.remedies}
     reinstall = remedies["reinstall-cublas"]
     assert reinstall.commands == ("/usr/bin/python3 -m pip install --force-reinstall --no-deps nvidia-cublas-cu12==12.1.3.1",)
-    assert reinstall.action == {"install": ["nvidia-cublas-cu12==12.1.3.1"], "force_reinstall": True}
+    assert reinstall.action == {"install": ["nvidia-cublas-cu12==12.1.3.1"], "force_reinstall": True, "no_deps": True}
     assert remedies["check-driver"].commands == ("nvidia-smi",)
     assert "LD_LIBRARY_PATH" in remedies["ld-library-path"].summary
     assert remedies["ld-library-path"].action == {}  # nothing foreign was loaded: no blind `unset`
@@ -107,7 +107,7 @@ def test_second_gpu_not_initialized_with_free_memory_is_a_broken_cublas_on_that_
 def test_visible_devices_remedy_names_physical_ids_when_already_remapped() -> None:
     facts = handwritten("cublas-two-a100-cuda1-not-initialized.json")
     facts["env"]["CUDA_VISIBLE_DEVICES"] = "2,3"
-    finding = CHECK.diagnose(facts)[0]
+    finding = judge(CHECK, facts)[0]
     assert {r.id: r for r in finding.remedies}["visible-devices"].commands == ("export CUDA_VISIBLE_DEVICES=2",)
 
 
@@ -117,7 +117,7 @@ def test_both_gpus_broken_are_both_reported() -> None:
     for op in facts["ops"]:
         if op["device"] == "cuda:0" and op["op"] == "gemm":
             op.update(ok=False, error=NOT_INIT, max_rel_err=None, error_type="RuntimeError")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert [(f.code, f.subject["device"]) for f in findings] == [("cublas-init-failed", "cuda:0"), ("cublas-init-failed", "cuda:1")]
     assert all("visible-devices" not in {r.id for r in f.remedies} for f in findings)  # no GPU passes
 
@@ -127,10 +127,10 @@ def test_both_gpus_broken_are_both_reported() -> None:
 
 def test_init_failure_with_almost_no_free_memory_is_device_memory() -> None:
     facts = handwritten("cublas-t4-init-oom.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cublas-init-oom"]
     finding = findings[0]
-    assert finding.check == "device-memory" and finding.severity is Severity.ERROR
+    assert finding.check == "cublas" and finding.severity is Severity.ERROR
     assert finding.title.startswith("cuda:0 Tesla T4 (compute capability 7.5) is out of memory (3 MiB free of 14.7 GiB)")
     assert "CUBLAS_STATUS_NOT_INITIALIZED" in finding.title
     assert "at start: 100 MiB free of 14.7 GiB (torch.cuda.mem_get_info)" in finding.evidence
@@ -150,7 +150,7 @@ def test_the_same_not_initialized_with_free_memory_is_not_memory() -> None:
     facts["devices"][0]["mem_start"] = dict(plenty)
     facts["devices"][0]["handle"]["mem_after_failure"] = dict(plenty)
     facts["ops"] = [o for o in facts["ops"] if o["op"] == "gemm"]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cublas-init-failed"]
     assert findings[0].check == "cublas"
 
@@ -160,8 +160,8 @@ def test_low_memory_on_one_gpu_points_at_the_other() -> None:
     low = {"free": 120 * MiB, "total": facts["devices"][1]["mem_start"]["total"]}
     facts["devices"][1]["mem_start"] = dict(low)
     facts["devices"][1]["handle"]["mem_after_failure"] = dict(low)
-    findings = CHECK.diagnose(facts)
-    assert [(f.check, f.code, f.subject["device"]) for f in findings] == [("device-memory", "cublas-init-oom", "cuda:1")]
+    findings = judge(CHECK, facts)
+    assert [(f.check, f.code, f.subject["device"]) for f in findings] == [("cublas", "cublas-init-oom", "cuda:1")]
     remedies = {r.id: r for r in findings[0].remedies}
     assert remedies["visible-devices"].commands == ("export CUDA_VISIBLE_DEVICES=0",)
 
@@ -170,7 +170,7 @@ def test_five_percent_rule_on_a_large_gpu() -> None:
     facts = handwritten("cublas-two-a100-cuda1-not-initialized.json")
     total = facts["devices"][1]["mem_start"]["total"]
     facts["devices"][1]["handle"]["mem_after_failure"] = {"free": int(total * 0.03), "total": total}  # 2.4 GiB: > 256 MiB, < 5 %
-    assert codes(CHECK.diagnose(facts)) == ["cublas-init-oom"]
+    assert codes(judge(CHECK, facts)) == ["cublas-init-oom"]
 
 
 def test_torch_out_of_memory_text_is_device_memory_whatever_the_reading() -> None:
@@ -178,8 +178,8 @@ def test_torch_out_of_memory_text_is_device_memory_whatever_the_reading() -> Non
     oom = "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.25 GiB of which 11.75 MiB is free."
     gemm = facts["ops"][0]
     gemm.update(ok=False, error=oom, max_rel_err=None, error_type="OutOfMemoryError", mem_after_failure={"error": "CUDA error: out of memory"})
-    findings = CHECK.diagnose(facts)
-    assert [(f.check, f.code) for f in findings] == [("device-memory", "cublas-init-oom")]
+    findings = judge(CHECK, facts)
+    assert [(f.check, f.code) for f in findings] == [("cublas", "cublas-init-oom")]
     assert "right after the first failure: torch.cuda.mem_get_info failed: CUDA error: out of memory" in findings[0].evidence
 
 
@@ -188,15 +188,15 @@ def test_context_creation_out_of_memory_is_device_memory() -> None:
     dev = facts["devices"][0]
     dev["mem_start"] = {"error": "CUDA error: out of memory", "error_type": "RuntimeError"}
     dev["handle"] = {"ok": False, "error": "CUDA error: out of memory", "error_type": "RuntimeError", "mem_after_failure": dev["mem_start"]}
-    findings = CHECK.diagnose(facts)
-    assert [(f.check, f.code, f.subject["step"]) for f in findings] == [("device-memory", "cublas-init-oom", "context")]
+    findings = judge(CHECK, facts)
+    assert [(f.check, f.code, f.subject["step"]) for f in findings] == [("cublas", "cublas-init-oom", "context")]
 
 
 def test_low_free_memory_with_everything_passing_is_a_warning() -> None:
     facts = handwritten("cublas-a100-healthy.json")
     facts["devices"][0]["mem_start"]["free"] = 180 * MiB
-    findings = CHECK.diagnose(facts)
-    assert [(f.check, f.code, f.severity) for f in findings] == [("device-memory", "low-free-memory", Severity.WARNING)]
+    findings = judge(CHECK, facts)
+    assert [(f.check, f.code, f.severity) for f in findings] == [("cublas", "low-free-memory", Severity.WARNING)]
     assert "180 MiB free" in findings[0].title
 
 
@@ -205,7 +205,7 @@ def test_low_free_memory_with_everything_passing_is_a_warning() -> None:
 
 def test_fp16_gemm_returning_nan_is_wrong_results_with_the_foreign_cublas_named() -> None:
     facts = handwritten("cublas-a10g-fp16-gemm-nan.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["gemm-wrong-results"]
     finding = findings[0]
     assert finding.severity is Severity.ERROR
@@ -223,7 +223,7 @@ def test_fp16_gemm_returning_nan_is_wrong_results_with_the_foreign_cublas_named(
 def test_foreign_cublas_remedy_keeps_the_other_library_path_entries() -> None:
     facts = handwritten("cublas-a10g-fp16-gemm-nan.json")
     facts["env"]["LD_LIBRARY_PATH"] = "/usr/local/nvidia/lib64:/usr/local/cuda-12.0/lib64"
-    ld = {r.id: r for r in CHECK.diagnose(facts)[0].remedies}["ld-library-path"]
+    ld = {r.id: r for r in judge(CHECK, facts)[0].remedies}["ld-library-path"]
     assert ld.commands == ("export LD_LIBRARY_PATH=/usr/local/nvidia/lib64",)
     assert ld.action == {"set_env": {"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64"}}
 
@@ -232,16 +232,16 @@ def test_a_conda_environments_own_cublas_is_not_foreign() -> None:
     facts = handwritten("cublas-a10g-fp16-gemm-nan.json")
     facts["prefix"] = "/opt/conda/envs/train"
     facts["libraries"] = ["/opt/conda/envs/train/lib/libcublas.so.12", "/opt/conda/envs/train/lib/libcublasLt.so.12"]
-    ld = {r.id: r for r in CHECK.diagnose(facts)[0].remedies}["ld-library-path"]
+    ld = {r.id: r for r in judge(CHECK, facts)[0].remedies}["ld-library-path"]
     assert ld.kind == "manual" and ld.action == {} and ld.commands == ()
 
 
 def test_gemm_far_off_is_wrong_results_but_rounding_is_not() -> None:
     facts = handwritten("cublas-h100-healthy.json")
     facts["ops"][2]["max_rel_err"] = 0.05  # bf16: within its tolerance (8e-2)
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     facts["ops"][0]["max_rel_err"] = 0.9  # fp32 garbage
-    finding = CHECK.diagnose(facts)[0]
+    finding = judge(CHECK, facts)[0]
     assert finding.code == "gemm-wrong-results" and finding.subject["dtypes"] == ["float32"]
 
 
@@ -251,7 +251,7 @@ def test_execution_failure_with_a_working_handle_is_gemm_failed() -> None:
             "CUDA_R_16F, lda, b, CUDA_R_16F, ldb, &fbeta, c, CUDA_R_16F, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`")
     facts["ops"][1].update(ok=False, error=text, max_rel_err=None, error_type="RuntimeError",
                            mem_after_failure={"free": 84 * 2**30, "total": 85094907904})
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["gemm-failed"]
     assert findings[0].title == "cuda:0 NVIDIA A100-SXM4-80GB (compute capability 8.0): fp16 GEMM fails"
     assert "cuda:0 gemm float16: %s" % text in findings[0].evidence
@@ -263,16 +263,16 @@ def test_bf16_gemm_failing_on_a_pre_ampere_gpu_is_left_to_bf16_support() -> None
     facts["devices"][0].update(name="Tesla P100-PCIE-16GB", capability="6.0")
     facts["ops"][2].update(ok=False, error="CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx(...CUDA_R_16BF...)`",
                            max_rel_err=None, error_type="RuntimeError")
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     facts["devices"][0].update(name="NVIDIA A100-SXM4-80GB", capability="8.0")
-    assert codes(CHECK.diagnose(facts)) == ["gemm-failed"]
+    assert codes(judge(CHECK, facts)) == ["gemm-failed"]
 
 
 def test_cudnn_conv_failure_is_cudnn_failed() -> None:
     facts = handwritten("cublas-h100-healthy.json")
     facts["ops"][3].update(ok=False, error="cuDNN error: CUDNN_STATUS_EXECUTION_FAILED", max_rel_err=None, error_type="RuntimeError",
                            mem_after_failure={"free": 80 * 2**30, "total": 85029158912})
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cudnn-failed"]
     remedies = {r.id: r for r in findings[0].remedies}
     assert remedies["reinstall-cudnn"].commands == (
@@ -284,7 +284,7 @@ def test_cudnn_that_does_not_load_is_cudnn_failed() -> None:
     facts = handwritten("cublas-a100-healthy.json")
     facts["cudnn"] = {"enabled": True, "available": True, "version": None,
                       "error": "cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found runtime version (8, 9, 2)."}
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cudnn-failed"]
     assert findings[0].subject == {"library": "cudnn"}
 
@@ -292,7 +292,7 @@ def test_cudnn_that_does_not_load_is_cudnn_failed() -> None:
 def test_conda_or_source_build_gets_a_torch_reinstall_for_its_cuda() -> None:
     facts = handwritten("cublas-two-a100-cuda1-not-initialized.json")
     facts["requirements"] = []
-    reinstall = {r.id: r for r in CHECK.diagnose(facts)[0].remedies}["reinstall-torch-cuda"]
+    reinstall = {r.id: r for r in judge(CHECK, facts)[0].remedies}["reinstall-torch-cuda"]
     assert reinstall.commands == (
         "/usr/bin/python3 -m pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121",)
 
@@ -303,7 +303,7 @@ def test_a_device_whose_probe_raised_is_reported_not_dropped() -> None:
                            "name": None, "capability": None, "error": "CUDA error: an illegal memory access was encountered",
                            "error_type": "RuntimeError", "mem_after_failure": {"free": 84 * 2**30, "total": 85094907904}}
     facts["ops"] = [o for o in facts["ops"] if o["device"] == "cuda:0"]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert [(f.code, f.subject["device"], f.subject["step"]) for f in findings] == [("cublas-init-failed", "cuda:1", "probe")]
     assert findings[0].title == ("cuda:1 unknown GPU: CUDA could not start on this GPU although 84.0 GiB of GPU memory are free: "
                                  "CUDA error: an illegal memory access was encountered")
@@ -378,7 +378,7 @@ def test_probe_records_each_fake_gpu_separately() -> None:
     assert failed["ok"] is False and failed["error"] == NOT_INIT  # help suffix stripped by error_text
     assert failed["mem_after_failure"] == {"free": 70 * 2**30, "total": 80 * 2**30}
     assert devices["cuda:1"]["capability"] is None
-    assert devices["cuda:1"]["capability_error"] == "CUDA error: unspecified launch failure"
+    assert devices["cuda:1"]["identity_error"] == "CUDA error: unspecified launch failure"
     ops = facts["ops"]
     assert [(o["device"], o["op"], o["dtype"]) for o in ops] == [
         (d, op, dt) for d in ("cuda:0", "cuda:1") for op, dt in
@@ -387,7 +387,7 @@ def test_probe_records_each_fake_gpu_separately() -> None:
     assert all(not o["ok"] and o["error"] and "mem_after_failure" in o for o in ops)
     assert all(o["shape"] == [64, 64, 64] for o in ops if o["op"] == "gemm")
     assert facts["cudnn"]["version"] is None and facts["cudnn"]["available"] is False
-    findings = CHECK.diagnose(json.loads(json.dumps(facts)))
+    findings = judge(CHECK, json.loads(json.dumps(facts)))
     assert {f.subject["device"] for f in findings} == {"cuda:0", "cuda:1"}
     assert ("cublas-init-failed", "cuda:1") in [(f.code, f.subject["device"]) for f in findings]
 
@@ -430,7 +430,7 @@ def test_real_gpu_gemms_are_ok_with_small_errors() -> None:
             assert 0 <= gemms[dtype]["max_rel_err"] < {"float32": 1e-2, "float16": 2e-2, "bfloat16": 8e-2}[dtype]
         convs = [o for o in facts["ops"] if o["device"] == dev["id"] and o["op"] == "conv2d"]
         assert convs and all(o["ok"] and o["max_rel_err"] < 2e-2 for o in convs)
-    assert not [f for f in CHECK.diagnose(facts) if f.severity is Severity.ERROR]
+    assert not [f for f in judge(CHECK, facts) if f.severity is Severity.ERROR]
 
 
 @pytest.mark.gpu

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json
+from conftest import judge, check_of, codes, facts_of, handwritten, load_fixture, run_json
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks
@@ -55,7 +55,7 @@ def remedy(finding: Any, rid: str) -> Any:
 def test_driver_470_with_a_cu121_build_is_driver_too_old() -> None:
     facts = handwritten("cuda-compat-driver-470-torch-cu121.json")
     assert facts["torch"]["available_warnings"] == [TOO_OLD_WARNING]
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["driver-too-old"]  # the 6.1 GPU is covered by sm_60: no arch error on top
     too_old = findings[0]
     assert too_old.severity is Severity.ERROR
@@ -87,7 +87,7 @@ def test_driver_too_old_is_found_from_torchs_message_alone() -> None:
     absent = facts_of(REAL, "cuda-compat")
     for source in ("nvidia_smi", "proc_driver", "libcuda"):
         facts[source] = copy.deepcopy(absent[source])
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["driver-too-old"]
     assert "CUDA driver API 11.4 (torch (found version 11040))" in findings[0].evidence
     assert remedy(findings[0], "torch-wheel-for-driver").action["install"][0] == "torch==2.1.2+cu118"
@@ -99,14 +99,14 @@ def test_driver_cuda_from_torch_when_libcuda_gives_no_version() -> None:
     facts["nvidia_smi"] = copy.deepcopy(facts_of(REAL, "cuda-compat")["nvidia_smi"])
     facts["proc_driver"] = copy.deepcopy(facts_of(REAL, "cuda-compat")["proc_driver"])
     facts["libcuda"]["driver_version"] = None  # libcuda counts 1 device; torch's message names the version
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     too_old = one(findings, "driver-too-old")
     assert "CUDA driver API 11.4 (torch (found version 11040))" in too_old.evidence
     assert "torch==2.1.2+cu118" in remedy(too_old, "torch-wheel-for-driver").commands[0]
 
 
 def test_v100_on_torch_2_11_cu130_has_no_kernel_image() -> None:
-    findings = CHECK.diagnose(handwritten("cuda-compat-v100-torch-2.11-cu130.json"))
+    findings = judge(CHECK, handwritten("cuda-compat-v100-torch-2.11-cu130.json"))
     assert codes(findings) == ["no-kernel-image"]
     nki = findings[0]
     assert nki.severity is Severity.ERROR
@@ -124,7 +124,7 @@ def test_v100_on_torch_2_11_cu130_has_no_kernel_image() -> None:
 def test_v100_on_a_newer_release_gets_the_cu126_index() -> None:
     facts = handwritten("cuda-compat-v100-torch-2.11-cu130.json")
     facts["torch"]["version"] = facts["packages"]["torch"] = "2.13.0+cu130"
-    wheel = remedy(one(CHECK.diagnose(facts), "no-kernel-image"), "torch-wheel-for-gpu")
+    wheel = remedy(one(judge(CHECK, facts), "no-kernel-image"), "torch-wheel-for-gpu")
     assert wheel.commands == ("/opt/conda/bin/python -m pip install torch==2.13.0+cu126 "
                               "--index-url https://download.pytorch.org/whl/cu126",)
 
@@ -132,7 +132,7 @@ def test_v100_on_a_newer_release_gets_the_cu126_index() -> None:
 def test_cpu_only_torch_on_a_t4_with_driver_535() -> None:
     facts = handwritten("cuda-compat-cpu-torch-t4-driver-535.json")
     assert facts["torch"] == facts_of(REAL, "cuda-compat")["torch"]  # the real CPU wheel's facts
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cpu-only-torch"]
     cpu = findings[0]
     assert cpu.severity is Severity.ERROR
@@ -145,7 +145,7 @@ def test_cpu_only_torch_on_a_t4_with_driver_535() -> None:
 
 
 def test_cuda_visible_devices_empty_hides_the_gpu() -> None:
-    findings = CHECK.diagnose(handwritten("cuda-compat-visible-devices-empty.json"))
+    findings = judge(CHECK, handwritten("cuda-compat-visible-devices-empty.json"))
     assert codes(findings) == ["cuda-visible-devices-hides-all"]  # explained: no generic cuda-init-failed
     hidden = findings[0]
     assert hidden.severity is Severity.ERROR
@@ -160,20 +160,20 @@ def test_cuda_visible_devices_empty_hides_the_gpu() -> None:
 def test_cuda_visible_devices_values(value: str, hidden: bool) -> None:
     facts = handwritten("cuda-compat-visible-devices-empty.json")
     facts["env"]["CUDA_VISIBLE_DEVICES"] = value
-    assert ("cuda-visible-devices-hides-all" in codes(CHECK.diagnose(facts))) is hidden
+    assert ("cuda-visible-devices-hides-all" in codes(judge(CHECK, facts))) is hidden
 
 
 def test_unset_cuda_visible_devices_with_torch_unable_to_init_is_cuda_init_failed() -> None:
     facts = handwritten("cuda-compat-visible-devices-empty.json")
     facts["env"]["CUDA_VISIBLE_DEVICES"] = None
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["cuda-init-failed"]
     assert findings[0].severity is Severity.ERROR
 
 
 def test_healthy_h100_with_driver_580_and_cu130() -> None:
     facts = handwritten("cuda-compat-h100-driver-580-cu130.json")
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     assert CHECK.summarize(facts) == "driver 580.95.05 · torch CUDA 13.0 · 1 GPU(s): NVIDIA H100 80GB HBM3 9.0"
 
 
@@ -184,7 +184,7 @@ def test_cu130_build_on_a_575_driver_is_too_old_across_majors() -> None:
     facts["torch"]["is_available"] = False
     facts["torch"]["devices"] = []
     facts["torch"]["device_count"] = 0
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     too_old = one(findings, "driver-too-old")
     assert remedy(too_old, "driver-upgrade").action == {"driver_min": "580.65.06"}
     wheel = remedy(too_old, "torch-wheel-for-driver")
@@ -197,7 +197,7 @@ def test_cu128_build_on_a_535_driver_runs_by_minor_version_compatibility() -> No
     facts["nvidia_smi"]["gpus"][0]["driver_version"] = "535.104.05"
     facts["libcuda"]["driver_version"] = 12020
     facts["torch"].update(version="2.9.1+cu128", cuda="12.8", arch_flags="sm_70 sm_75 sm_80 sm_86 sm_90 sm_100 sm_120")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["driver-minor-compat"]
     assert findings[0].severity is Severity.WARNING
     assert remedy(findings[0], "driver-upgrade").action == {"driver_min": "570.26"}
@@ -208,7 +208,7 @@ def test_h100_on_a_ptx_only_build_warns() -> None:
     facts = handwritten("cuda-compat-h100-driver-580-cu130.json")
     facts["torch"].update(version="1.12.1", cuda="11.3",
                           arch_flags="sm_37 sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 compute_37")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["ptx-jit-only"]
     assert findings[0].severity is Severity.WARNING
     assert "compute_37" in findings[0].title
@@ -220,7 +220,7 @@ def test_ptx_only_gpu_on_a_minor_compat_driver_cannot_jit() -> None:
     facts["nvidia_smi"]["gpus"][0]["driver_version"] = "525.85.12"  # CUDA 12.0: runs 12.x SASS, not 12.8 PTX
     facts["libcuda"]["driver_version"] = 12000
     facts["torch"].update(version="2.7.1+cu128", cuda="12.8", arch_flags="sm_75 sm_80 sm_86 compute_86")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["driver-minor-compat", "ptx-jit-only"]
     ptx = findings[1]
     assert ptx.severity is Severity.ERROR
@@ -234,13 +234,13 @@ def test_rtx_5090_on_an_old_cu121_build() -> None:
     facts["packages"]["torchvision"] = None
     facts["torch"].update(version="2.5.1+cu121", cuda="12.1", arch_flags="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90")
     facts["torch"]["devices"][0].update(name="NVIDIA GeForce RTX 5090", capability=[12, 0])
-    nki = one(CHECK.diagnose(facts), "no-kernel-image")
+    nki = one(judge(CHECK, facts), "no-kernel-image")
     assert remedy(nki, "torch-wheel-for-gpu").commands == (
         "/workspace/.venv/bin/python -m pip install torch==2.11.0+cu128 --index-url https://download.pytorch.org/whl/cu128",)
 
 
 def test_torch_missing_names_the_wheel_for_the_driver() -> None:
-    findings = CHECK.diagnose(handwritten("cuda-compat-no-torch-l4-driver-550.json"))
+    findings = judge(CHECK, handwritten("cuda-compat-no-torch-l4-driver-550.json"))
     assert codes(findings) == ["torch-wheel-for-driver"]
     info = findings[0]
     assert info.severity is Severity.INFO  # torch-install reports the missing torch itself
@@ -251,7 +251,7 @@ def test_torch_missing_names_the_wheel_for_the_driver() -> None:
 
 def test_rocm_build_is_recorded_not_judged() -> None:
     facts = handwritten("cuda-compat-rocm-mi300x.json")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["rocm-build"]
     assert findings[0].severity is Severity.INFO
     assert "torch ROCm 6.2.41133-dd7f95766" in CHECK.summarize(facts)
@@ -260,14 +260,14 @@ def test_rocm_build_is_recorded_not_judged() -> None:
 def test_rocm_build_seeing_no_gpu_is_still_only_recorded() -> None:
     facts = handwritten("cuda-compat-rocm-mi300x.json")
     facts["torch"].update(is_available=False, device_count=0, devices=[])
-    assert codes(CHECK.diagnose(facts)) == ["rocm-build"]  # not "no CUDA device": NVIDIA rules do not apply
+    assert codes(judge(CHECK, facts)) == ["rocm-build"]  # not "no CUDA device": NVIDIA rules do not apply
 
 
 def test_rocm_build_on_an_nvidia_machine_warns() -> None:
     facts = handwritten("cuda-compat-rocm-mi300x.json")
     facts["nvidia_smi"] = handwritten("cuda-compat-cpu-torch-t4-driver-535.json")["nvidia_smi"]
     facts["torch"].update(is_available=False, device_count=0, devices=[])
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["rocm-build", "rocm-torch-on-nvidia"]
     assert "torch==2.14.1+cu126" in remedy(findings[1], "torch-wheel-for-driver").commands[0]
 
@@ -276,7 +276,7 @@ def test_driver_library_mismatch() -> None:
     facts = handwritten("cuda-compat-cpu-torch-t4-driver-535.json")
     facts["nvidia_smi"].update(returncode=18, ok=False, gpus=[], stdout="Failed to initialize NVML: Driver/library version mismatch\n")
     facts["libcuda"].update(cuInit="CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)", device_count=None)
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["driver-library-mismatch"]
     assert "Failed to initialize NVML: Driver/library version mismatch" in findings[0].evidence
 
@@ -286,7 +286,7 @@ def test_driver_library_mismatch() -> None:
 
 def test_recorded_snapshot_of_this_machine_is_no_cuda_device() -> None:
     facts = facts_of(REAL, "cuda-compat")
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["no-cuda-device"]
     assert findings[0].severity is Severity.INFO
     assert findings[0].remedies == ()  # a CPU wheel: nothing to slim down
@@ -298,7 +298,7 @@ def test_no_cuda_device_with_a_cuda_build_offers_the_cpu_wheel() -> None:
     facts["torch"].update(version="2.0.1+cu117", cuda="11.7", init_error=(
         "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
         "driver from http://www.nvidia.com/Download/index.aspx"))
-    finding = one(CHECK.diagnose(facts), "no-cuda-device")
+    finding = one(judge(CHECK, facts), "no-cuda-device")
     cpu = remedy(finding, "torch-cpu-wheel")
     assert cpu.commands == ("/work/main/.venv/bin/python3 -m pip install torch==2.0.1+cpu "
                             "--index-url https://download.pytorch.org/whl/cpu",)
@@ -459,7 +459,7 @@ def test_end_to_end_on_python_3_8_without_torch() -> None:
     check = check_of(report, "cuda-compat")
     assert check["status"] == "ok", check  # requires_torch=False: the probe ran
     facts = check["facts"]
-    assert facts["python_version"].startswith("3.8.")
+    assert report["environment"]["python"].startswith("3.8.")
     assert facts["torch"] is None
     assert facts["torch_import"]["error_type"] == "ModuleNotFoundError"
     assert facts["nvidia_smi"]["error"] and facts["proc_driver"]["error"] and facts["libcuda"]["error"]

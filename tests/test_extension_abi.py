@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import judge, ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
+from envdoctor import versions
+from envdoctor.cuda_tables import TORCHVISION_FOR_TORCH
 from envdoctor.model import Finding, Severity
+from envdoctor.probekit.imports import record_import
 from envdoctor.registry import load_checks
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["extension-abi"]
-MODULE = sys.modules["envdoctor.checks.extension_abi"]
+PAIRING = sys.modules["envdoctor.checks.extension_abi.pairing"]
 ID = "extension-abi"
 NMS = "operator torchvision::nms does not exist"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -64,7 +67,7 @@ def test_no_compiled_extensions_means_no_findings() -> None:
     facts = facts_of(CPU, ID)
     assert facts["extensions"] == [] and facts["ops"] == []
     assert facts["torch"]["version"] == "2.13.0+cpu"
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     assert CHECK.summarize(facts) == "no compiled extensions installed"
     assert check_of(CPU, ID)["status"] == "ok"
 
@@ -82,7 +85,7 @@ def test_torchvision_cuda_build_on_cpu_torch_is_an_import_error() -> None:
     # the loader's own reason, which torchvision hides behind "Could not load this library"
     assert op["dlopen"][0]["error"].startswith("libc10_cuda.so: cannot open shared object file")
 
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     assert codes(findings) == ["import-fails"]  # 0.28.0 IS the pair of torch 2.13.0: no version-mismatch
     error = findings[0]
     assert error.severity is Severity.ERROR
@@ -92,14 +95,16 @@ def test_torchvision_cuda_build_on_cpu_torch_is_an_import_error() -> None:
     assert "likely cause: it is a CUDA 13.0 build (+cu130) but torch 2.13.0+cpu is CPU-only" in error.evidence
     python = facts["python"]
     assert commands(error) == ["%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (python, CPU_INDEX)]
-    assert error.remedies[0].action == {"install": ["torchvision==0.28.0+cpu", "torch==2.13.0+cpu"], "index_url": CPU_INDEX}
+    assert error.remedies[0].action == {"install": ["torchvision==0.28.0+cpu"], "constraints": ["torch==2.13.0+cpu"], "index_url": CPU_INDEX}
     assert CHECK.summarize(facts) == "torch 2.13.0+cpu · torchvision 0.28.0 import fails"
 
 
 def test_recorded_report_matches_the_rules_of_today() -> None:
     for report in (TV028, OLD, XF035, CPU):
         check = check_of(report, ID)
-        assert [f.to_dict() for f in CHECK.diagnose(check["facts"])] == check["findings"]
+        # the findings as recorded; their remedies are now built from actions (test_remedies checks them)
+        today = [{k: v for k, v in f.to_dict().items() if k != "remedies"} for f in judge(CHECK, check["facts"])]
+        assert today == [{k: v for k, v in f.items() if k != "remedies"} for f in check["findings"]]
         assert CHECK.summarize(check["facts"]) == check["summary"]
 
 
@@ -107,7 +112,7 @@ def test_recorded_report_matches_the_rules_of_today() -> None:
 
 
 def test_torchvision_paired_with_torch_2_12_names_the_release_for_2_13() -> None:
-    findings = CHECK.diagnose(facts_of(OLD, ID))
+    findings = judge(CHECK, facts_of(OLD, ID))
     mismatch = of(findings, "version-mismatch", "torchvision")
     assert mismatch.severity is Severity.WARNING
     assert mismatch.subject["expected_torch"] == "==2.12.0" and mismatch.subject["paired"] == "0.28.0"
@@ -120,7 +125,7 @@ def test_torchvision_paired_with_torch_2_12_names_the_release_for_2_13() -> None
 
 
 def test_torchaudio_failure_keeps_the_loader_cause() -> None:
-    findings = CHECK.diagnose(facts_of(OLD, ID))
+    findings = judge(CHECK, facts_of(OLD, ID))
     error = of(findings, "import-fails", "torchaudio")
     assert error.subject["error_type"] == "OSError"
     assert error.title.startswith("torchaudio 2.11.0 does not import: OSError: Could not load this library: ")
@@ -139,7 +144,7 @@ def test_xformers_built_for_torch_2_9_1() -> None:
     assert first["extension_error"][-1] == "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
     assert (ops["module"], ops["ok"], ops["error_type"]) == ("xformers.ops", False, "ImportError")
 
-    findings = CHECK.diagnose(facts)
+    findings = judge(CHECK, facts)
     error = of(findings, "import-fails", "xformers")
     assert error.subject["module"] == "xformers.ops"
     assert "likely cause: it is a CUDA 12.8 build (+cu128) but torch 2.13.0+cpu is CPU-only" in error.evidence
@@ -154,14 +159,14 @@ def test_working_extension_has_no_finding() -> None:
     facts = facts_of(OLD, ID)
     bnb = [o for o in facts["ops"] if o["package"] == "bitsandbytes"]
     assert [o["ok"] for o in bnb] == [True]
-    assert not [f for f in CHECK.diagnose(facts) if f.subject["package"] == "bitsandbytes"]
+    assert not [f for f in judge(CHECK, facts) if f.subject["package"] == "bitsandbytes"]
     assert "bitsandbytes 0.50.2 imports" in CHECK.summarize(facts)
 
 
 def test_xformers_whose_cpp_library_does_not_load_is_a_warning() -> None:
     facts = facts_of(XF035, ID)
     assert [o["ok"] for o in facts["ops"]] == [True, True]  # xformers and xformers.ops import...
-    (finding,) = CHECK.diagnose(facts)  # ...but the kernels are not there
+    (finding,) = judge(CHECK, facts)  # ...but the kernels are not there
     assert (finding.code, finding.severity) == ("extension-not-loaded", Severity.WARNING)
     assert "xformers C++ library: OSError: libcudart.so.12: cannot open shared object file: No such file or directory" in finding.evidence
 
@@ -170,7 +175,7 @@ def test_xformers_whose_cpp_library_does_not_load_is_a_warning() -> None:
 
 
 def test_flash_attn_old_abi_wheel_on_torch_2_7() -> None:
-    (error,) = CHECK.diagnose(FLASH)
+    (error,) = judge(CHECK, FLASH)
     assert (error.code, error.severity, error.subject["package"]) == ("import-fails", Severity.ERROR, "flash-attn")
     assert "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs" in error.title
     assert "likely cause: it was built with the old C++ ABI (cxx11abiFALSE) but this torch uses the C++11 ABI" in error.evidence
@@ -185,13 +190,13 @@ def test_flash_attn_new_abi_wheel_on_old_abi_torch() -> None:
     facts["torch"].update(version="2.4.0+cu121", dist_version="2.4.0+cu121", cuda="12.1", cxx11_abi=False)
     facts["ops"][0]["error"] = facts["ops"][0]["error"].replace(
         "_ZN3c105ErrorC2ENS_14SourceLocationESs", "_ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE")
-    (error,) = CHECK.diagnose(facts)
+    (error,) = judge(CHECK, facts)
     assert "likely cause: it was built with the C++11 ABI (cxx11abiTRUE) but this torch uses the old ABI" in error.evidence
     assert any(c.endswith("flash_attn-2.7.4.post1+cu12torch2.4cxx11abiFALSE-cp310-cp310-linux_x86_64.whl") for c in commands(error))
 
 
 def test_xformers_built_for_another_torch_on_a_t4() -> None:
-    findings = CHECK.diagnose(XF_T4)
+    findings = judge(CHECK, XF_T4)
     assert sorted((f.code, f.severity.value) for f in findings) == [("extension-not-loaded", "warning"), ("version-mismatch", "warning")]
     mismatch = of(findings, "version-mismatch", "xformers")
     assert mismatch.title == ("xformers 0.0.27.post2 is built for torch==2.4.0, not for the installed torch 2.3.1+cu121; "
@@ -203,7 +208,7 @@ def test_xformers_built_for_another_torch_on_a_t4() -> None:
 
 
 def test_torchvision_other_cuda_major_on_cuda_torch() -> None:
-    (error,) = CHECK.diagnose(TV_CU118)  # the release is right (0.16.0 <-> 2.1.0) and triton is torch's pin
+    (error,) = judge(CHECK, TV_CU118)  # the release is right (0.16.0 <-> 2.1.0) and triton is torch's pin
     assert error.code == "import-fails" and error.subject["package"] == "torchvision"
     assert "likely cause: it is a CUDA 11.8 build (+cu118) but torch 2.1.0+cu121 is CUDA 12.1" in error.evidence
     assert commands(error) == ["/usr/bin/python3 -m pip install torchvision==0.16.0+cu121 torch==2.1.0+cu121 "
@@ -214,22 +219,22 @@ def test_variant_mismatch_without_symptom_is_its_own_warning() -> None:
     facts = copy.deepcopy(TV_CU118)
     op = next(o for o in facts["ops"] if o["package"] == "torchvision")
     op.update(ok=True, error=None, error_type=None, version="0.16.0+cu118")
-    (finding,) = CHECK.diagnose(facts)
+    (finding,) = judge(CHECK, facts)
     assert (finding.code, finding.severity) == ("cuda-variant-mismatch", Severity.WARNING)
     assert finding.title == "torchvision 0.16.0+cu118 is a CUDA 11.8 build but torch 2.1.0+cu121 is CUDA 12.1"
     # same CUDA major: minor-version compatibility, no finding
     facts["torch"].update(version="2.1.0+cu118", dist_version="2.1.0+cu118", cuda="11.8")
     facts["extensions"][1]["build_version"] = "0.16.0+cu117"
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
 
 
 def test_triton_other_than_torchs_pin() -> None:
     facts = copy.deepcopy(TV_CU118)
     facts["ops"] = [o for o in facts["ops"] if o["package"] == "triton"]
     facts["extensions"] = [e for e in facts["extensions"] if e["name"] == "triton"]
-    assert CHECK.diagnose(facts) == []
+    assert judge(CHECK, facts) == []
     facts["extensions"][0]["version"] = "2.0.0"
-    (finding,) = CHECK.diagnose(facts)
+    (finding,) = judge(CHECK, facts)
     assert finding.code == "version-mismatch"
     assert finding.title == "triton 2.0.0 is not the release torch 2.1.0+cu121 requires (triton==2.1.0); the paired release is triton==2.1.0"
     assert commands(finding) == ["/usr/bin/python3 -m pip install triton==2.1.0 torch==2.1.0+cu121"]
@@ -237,7 +242,7 @@ def test_triton_other_than_torchs_pin() -> None:
 
 def test_apex_compiled_modules_are_recorded_but_judged_by_the_apex_check() -> None:
     """One broken module, one finding: the `apex` check reports apex's ABI (tests/test_apex.py)."""
-    assert CHECK.diagnose(APEX) == []
+    assert judge(CHECK, APEX) == []
     failed = [o for o in APEX["ops"] if o["package"] == "apex" and not o["ok"]]
     assert {o["module"] for o in failed} >= {"amp_C", "fused_layer_norm_cuda"}
     assert all("undefined symbol" in o["error"] for o in failed)
@@ -248,7 +253,7 @@ def test_missing_python_dependency_is_named() -> None:
     op = next(o for o in facts["ops"] if o["package"] == "bitsandbytes")
     # measured in the same venv before packaging was installed
     op.update(ok=False, error="No module named 'packaging'", error_type="ModuleNotFoundError", causes=[], frames=[])
-    error = of(CHECK.diagnose(facts), "import-fails", "bitsandbytes")
+    error = of(judge(CHECK, facts), "import-fails", "bitsandbytes")
     assert error.title == "bitsandbytes 0.50.2 does not import: its dependency packaging is missing"
     assert commands(error) == ["%s -m pip install bitsandbytes==0.50.2 torch==2.13.0+cpu" % facts["python"]]
 
@@ -259,7 +264,7 @@ def test_missing_python_dependency_is_named() -> None:
 @pytest.mark.parametrize("facts", ALL_FACTS, ids=lambda f: "%s:%s" % (f["torch"]["version"], ",".join(e["name"] for e in f["extensions"])))
 def test_every_install_command_keeps_torch_pinned(facts: Dict[str, Any]) -> None:
     torch_pin = "torch==%s" % (facts["torch"]["dist_version"] or facts["torch"]["version"])
-    for finding in CHECK.diagnose(facts):
+    for finding in judge(CHECK, facts):
         assert finding.check == ID and finding.evidence
         for command in commands(finding):
             if " -m pip install " in command and "--no-deps" not in command:
@@ -268,16 +273,16 @@ def test_every_install_command_keeps_torch_pinned(facts: Dict[str, Any]) -> None
 
 def test_tables_agree_with_each_other() -> None:
     # every torchvision pair pins the torch it is paired with (GPU-FACTS.md §3a)
-    for torch_release, tv in MODULE.TORCHVISION_FOR_TORCH.items():
-        expected, _ = MODULE._expected_torch({"name": "torchvision", "version": tv, "requires_torch": []})
-        assert MODULE._satisfies(torch_release, expected), (torch_release, tv, expected)
-    for xf, torch_release in MODULE.XFORMERS_TORCH_PIN.items():
-        paired = MODULE._paired_version({"torch": {"version": torch_release}}, {"name": "xformers"})
-        assert MODULE.XFORMERS_TORCH_PIN[paired] == torch_release, (xf, paired)
-    assert MODULE._paired_version({"torch": {"version": "2.13.0+cpu"}}, {"name": "torchvision"}) == "0.28.0"
-    assert MODULE._paired_version({"torch": {"version": "2.14.1"}}, {"name": "torchvision"}) == "0.29.1"
-    assert MODULE._paired_version({"torch": {"version": "2.12.0"}}, {"name": "torchaudio"}) is None
-    assert MODULE._paired_version({"torch": {"version": "2.1.2"}}, {"name": "bitsandbytes"}) == "0.45.5"
+    for torch_release, tv in TORCHVISION_FOR_TORCH.items():
+        expected, _ = PAIRING.expected_torch({"name": "torchvision", "version": tv, "requires_torch": []})
+        assert versions.satisfies(torch_release, expected), (torch_release, tv, expected)
+    for xf, torch_release in PAIRING.XFORMERS_TORCH_PIN.items():
+        paired = PAIRING.paired_version({"torch": {"version": torch_release}}, {"name": "xformers"})
+        assert PAIRING.XFORMERS_TORCH_PIN[paired] == torch_release, (xf, paired)
+    assert PAIRING.paired_version({"torch": {"version": "2.13.0+cpu"}}, {"name": "torchvision"}) == "0.28.0"
+    assert PAIRING.paired_version({"torch": {"version": "2.14.1"}}, {"name": "torchvision"}) == "0.29.1"
+    assert PAIRING.paired_version({"torch": {"version": "2.12.0"}}, {"name": "torchaudio"}) is None
+    assert PAIRING.paired_version({"torch": {"version": "2.1.2"}}, {"name": "bitsandbytes"}) == "0.45.5"
 
 
 @pytest.mark.parametrize(("version", "spec", "expected"), [
@@ -286,7 +291,7 @@ def test_tables_agree_with_each_other() -> None:
     ("0.0.28.post3", "==0.0.28.post2", False), ("2.3.1", "~=2.3.0", True), ("2.4.0", "~=2.3.0", False), ("x", "==1", None),
 ])
 def test_specifier(version: str, spec: str, expected: Any) -> None:
-    assert MODULE._satisfies(version, spec) is expected
+    assert versions.satisfies(version, spec) is expected
 
 
 def test_signatures_match_the_real_messages() -> None:
@@ -332,7 +337,7 @@ def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def test_import_records_prints_warnings_and_logs(modules: Path, capfd: pytest.CaptureFixture) -> None:
-    fact = MODULE._import("edx", "edx_noisy")
+    fact = record_import("edx", "edx_noisy")
     assert (fact["op"], fact["ok"], fact["version"]) == ("import edx_noisy", True, "1.2.3")
     assert "C-level line on fd 2" in fact["stderr"]
     assert "a print on stdout" in fact["stderr"] and "python-level stderr" in fact["stderr"]
@@ -344,7 +349,7 @@ def test_import_records_prints_warnings_and_logs(modules: Path, capfd: pytest.Ca
 
 
 def test_import_failure_records_type_causes_frames_and_loader_error(modules: Path) -> None:
-    fact = MODULE._import("edx", "edx_broken")
+    fact = record_import("edx", "edx_broken")
     assert fact["ok"] is False and fact["error_type"] == "ImportError"
     assert fact["error"] == "Could not load this library: %s" % (modules / "fake_C.so")
     assert fact["causes"] == ["OSError: libc10_cuda.so: cannot open shared object file: No such file or directory"]
@@ -358,7 +363,7 @@ def test_environment_variable_is_set_only_during_the_import(modules: Path, monke
     monkeypatch.delenv("EDX_FLAG", raising=False)
     (modules / "edx_env.py").write_text("import os\nSEEN = os.environ.get('EDX_FLAG')\n")
     try:
-        assert MODULE._import("edx", "edx_env", {"EDX_FLAG": "1"})["ok"]
+        assert record_import("edx", "edx_env", env={"EDX_FLAG": "1"})["ok"]
         assert sys.modules["edx_env"].SEEN == "1"
         assert "EDX_FLAG" not in os.environ
     finally:
@@ -481,15 +486,16 @@ def test_real_pypi_apex_impostor_is_left_to_the_apex_check(venv: Path) -> None:
 
 
 def test_a_crash_inside_an_import_still_reaches_the_real_stderr(tmp_path: Path) -> None:
-    """While fds 1/2 go to the capture file, faulthandler must still write to the runner's stderr."""
+    """While fds 1/2 go to the capture file, the worker's faulthandler (on a copy of the real
+    stderr) must still write to the runner's stderr."""
     (tmp_path / "edx_segv.py").write_text("import ctypes, os\nos.write(2, b'before the crash\\n')\nctypes.string_at(0)\n")
     script = textwrap.dedent("""
-        import faulthandler, sys
-        faulthandler.enable()
+        import sys
+        from envdoctor.worker import _FaultLog
+        faults = _FaultLog()
         sys.path.insert(0, %r)
-        from envdoctor.registry import load_checks
-        load_checks(plugins=False)
-        sys.modules["envdoctor.checks.extension_abi"]._import("edx", "edx_segv")
+        from envdoctor.probekit.imports import record_import
+        record_import("edx", "edx_segv")
     """ % str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
     assert proc.returncode != 0

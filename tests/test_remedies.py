@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterator, Tuple
 
 import pytest
-from conftest import FIXTURES
+from conftest import judge, FIXTURES
 
 from envdoctor.model import ACTION_KEYS, Finding
 from envdoctor.registry import load_checks
@@ -30,7 +30,7 @@ def _snapshots() -> Iterator[Tuple[str, str, dict]]:
             yield name, "bf16-support" if prefix == "bf16" else prefix, data["facts"]
 
 
-FINDINGS = [(name, check_id, f) for name, check_id, facts in _snapshots() for f in CHECKS[check_id].diagnose(facts)]
+FINDINGS = [(name, check_id, f) for name, check_id, facts in _snapshots() for f in judge(CHECKS[check_id], facts)]
 
 
 def test_the_snapshots_produce_remedies_of_every_kind() -> None:

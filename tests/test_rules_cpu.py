@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import codes, facts_of, load_fixture
+from conftest import judge, codes, facts_of, load_fixture
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks
@@ -14,7 +14,7 @@ OLD = load_fixture("cpu-torch-2.0.1.json")
 
 
 def diagnose(check_id: str, report: dict) -> list:
-    return CHECKS[check_id].diagnose(facts_of(report, check_id))
+    return judge(CHECKS[check_id], facts_of(report, check_id))
 
 
 # ---- cpu-half-kernels
@@ -54,7 +54,7 @@ def test_torch_2_0_1_cpu_autocast_fp16_falls_back_and_bf16_works() -> None:
 
 def test_missing_kernels_are_a_warning_when_a_gpu_is_present() -> None:
     facts = dict(facts_of(OLD, "cpu-half-kernels"), accelerators=["cuda:0"])
-    finding = CHECKS["cpu-half-kernels"].diagnose(facts)[0]
+    finding = judge(CHECKS["cpu-half-kernels"], facts)[0]
     assert finding.severity is Severity.WARNING
     assert "--index-url" not in finding.remedies[2].commands[0]  # a GPU machine keeps its CUDA build
 
@@ -66,7 +66,7 @@ def test_a_kernel_that_returns_garbage_is_an_error() -> None:
     layer_norm_bf16["max_rel_err"] = 0.9
     softmax_fp16 = next(o for o in ops if o["op"] == "softmax" and o["dtype"] == "float16")
     softmax_fp16["max_rel_err"] = "nan"
-    findings = CHECKS["cpu-half-kernels"].diagnose(dict(facts, ops=ops))
+    findings = judge(CHECKS["cpu-half-kernels"], dict(facts, ops=ops))
     assert sorted(codes(findings)) == ["bf16-wrong-results", "fp16-wrong-results"]
     assert all(f.severity is Severity.ERROR for f in findings)
 
@@ -115,7 +115,7 @@ def test_an_accepted_mix_that_computes_garbage_is_an_error() -> None:
     ops = [dict(o) for o in facts["ops"]]
     accepted = next(o for o in ops if o["ok"])
     accepted["max_rel_err"] = 0.5
-    findings = CHECKS["dtype-mismatch"].diagnose(dict(facts, ops=ops))
+    findings = judge(CHECKS["dtype-mismatch"], dict(facts, ops=ops))
     assert "mix-wrong-results" in codes(findings)
 
 
@@ -147,7 +147,7 @@ def test_gpu_without_fp8_hardware_is_named() -> None:
     """Hand-made from the CPU snapshot: a T4 (sm_75) added as a device."""
     facts = dict(facts_of(NEW, "fp8"))
     facts["devices"] = facts["devices"] + [{"id": "cuda:0", "capability": "7.5", "name": "Tesla T4", "fp8_matmul_hardware": False}]
-    findings = CHECKS["fp8"].diagnose(facts)
+    findings = judge(CHECKS["fp8"], facts)
     t4 = next(f for f in findings if f.code == "no-fp8-hardware")
     assert "cuda:0 (Tesla T4, compute capability 7.5) cannot run fp8 matmul" in t4.title
 
@@ -168,9 +168,10 @@ def test_no_torch_is_an_error_with_install_advice() -> None:
     findings = diagnose("torch-install", report)
     assert codes(findings) == ["torch-missing"]
     assert findings[0].evidence == ("ModuleNotFoundError: No module named 'torch'",)
-    commands = findings[0].remedies[0].commands
-    assert commands[0].endswith("/bin/python -m pip install torch")
-    assert commands[1].endswith("install torch --index-url https://download.pytorch.org/whl/cpu")
+    default, cpu = findings[0].remedies
+    assert default.commands[0].endswith("/bin/python -m pip install torch")
+    assert cpu.commands[0].endswith("install torch --index-url https://download.pytorch.org/whl/cpu")
+    assert cpu.action == {"install": ["torch"], "index_url": "https://download.pytorch.org/whl/cpu"}
     # what needs torch is skipped; the driver and apex checks still run without it
     ran = {c["id"]: c["status"] for c in report["checks"]}
     assert {i for i, status in ran.items() if status == "skipped"} == {
@@ -197,7 +198,7 @@ def test_crash_while_importing_torch_is_an_error() -> None:
     facts = {"python": "/x/bin/python", "torch_dist": "2.13.0",
              "torch_import": {"ok": False, "error": "crashed while importing torch: SIGSEGV", "error_type": "Crash",
                               "stderr": "Fatal Python error: Segmentation fault\n  File \"/x/torch/__init__.py\", line 1 in <module>"}}
-    findings = CHECKS["torch-install"].diagnose(facts)
+    findings = judge(CHECKS["torch-install"], facts)
     assert codes(findings) == ["torch-import-crashed"]
     assert findings[0].evidence == ("crashed while importing torch: SIGSEGV", 'File "/x/torch/__init__.py", line 1 in <module>')
 

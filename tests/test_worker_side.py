@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, check_of, run_envdoctor
 
-WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "distributions", "cuda_tables"]
-WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").glob("*.py"))
-ALLOWED_ENVDOCTOR = {"envdoctor"} | {"envdoctor." + m for m in WORKER_SIDE_PACKAGE}
+WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "cuda_tables", "versions",
+                       "probekit/__init__", "probekit/steps", "probekit/ops", "probekit/text", "probekit/gpus",
+                       "probekit/distributions", "probekit/imports"]
+WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").rglob("*.py"))
+ALLOWED_ENVDOCTOR = {"envdoctor", "envdoctor.probekit"} | {"envdoctor." + m.replace("/", ".") for m in WORKER_SIDE_PACKAGE}
 PYTHONS = Path("/root/.pyenv/versions")
 
 
@@ -24,7 +26,7 @@ def _module_level_imports(tree: ast.Module) -> set:
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            names.add(node.module or "")
+            names.add("." * node.level + (node.module or ""))  # relative: a sibling in the same check package
         elif isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks never run
             continue
     return names
@@ -35,7 +37,7 @@ def test_python_3_8_syntax_and_stdlib_only(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 8))
     for name in _module_level_imports(tree):
         top = name.split(".")[0]
-        assert top in sys.stdlib_module_names or name in ALLOWED_ENVDOCTOR, (path.name, name)
+        assert name.startswith(".") or top in sys.stdlib_module_names or name in ALLOWED_ENVDOCTOR, (path.name, name)
 
 
 def test_the_worker_never_imports_the_parent_only_modules() -> None:
