@@ -183,7 +183,7 @@ def _judge_outcome(check: Check, outcome: Outcome, result: CheckResult, env: Env
         return result
     result.facts = outcome.facts
     if outcome.lost_steps:  # the rules see which steps could not run, and why
-        result.facts["lost_steps"] = [{k: v for k, v in step.items() if k != "detail"} for step in outcome.lost_steps]
+        result.facts["lost_steps"] = [dict(step, detail="\n".join(fault_stack(step.get("detail"), 16))) for step in outcome.lost_steps]
     try:
         result.findings = check.judge(outcome.facts, env)
         result.summary = check.summarize(outcome.facts)
@@ -236,6 +236,15 @@ def contained_failure(check_id: str, outcome: Outcome) -> Finding:
     )
 
 
+def fault_stack(detail: Optional[str], limit: int = 8) -> List[str]:
+    """What faulthandler left on stderr when a step crashed or hung: its headline and the
+    innermost frames (it prints the most recent call first)."""
+    lines = [line.strip() for line in (detail or "").splitlines() if line.strip()]
+    head = [line for line in lines if line.startswith(("Fatal Python error", "Timeout ("))][:1]
+    frames = [line for line in lines if line.startswith("File ") and "<frozen importlib" not in line]
+    return head + frames[:limit] if frames else lines[-limit:]
+
+
 def lost_step_finding(check_id: str, step: Dict[str, Any], env: Environment) -> Finding:
     """A step that crashed or hung the worker, named by what it was doing: "importing
     flash_attn 2.7.4 crashed the interpreter (SIGSEGV)". A check whose rules explain the
@@ -243,7 +252,7 @@ def lost_step_finding(check_id: str, step: Dict[str, Any], env: Environment) -> 
     subject = dict(step.get("subject") or {})
     what = step.get("what") or "a probe step"
     title = "%s %s" % (what, step.get("error"))
-    evidence = [line for line in (step.get("detail") or "").splitlines() if line.strip()][-10:]
+    evidence = fault_stack(step.get("detail"))
     remedies = []
     package, version = subject.get("package"), subject.get("version")
     if package and version:

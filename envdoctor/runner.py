@@ -333,7 +333,7 @@ class Runner:
         def lost(state: str, how: str, between: str) -> bool:
             """The worker is gone: the open step gets the blame and its check resumes past it;
             else the running check gets it; between checks, every remaining one."""
-            detail = self._redactor.text(worker.stderr_tail())
+            detail = self._redactor.text(worker.stderr_tail(_STDERR_TAIL_LINES))
             worker.kill()
             if current is None:
                 for spec in remaining:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-from conftest import judge, ROOT, check_of, codes, facts_of, handwritten, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.registry import load_checks

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import judge, check_of, codes, facts_of, handwritten, load_fixture, run_json, torch_has_cuda
+from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import judge, check_of, codes, facts_of, handwritten, load_fixture, run_json
+from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks

@@ -1,5 +1,6 @@
-"""Remedies are data for `envdoctor fix`: every remedy any check produces, on every
-recorded and hand-written snapshot, speaks the closed action vocabulary of its kind."""
+"""Remedies are actions first, for `envdoctor fix`: every remedy any check produces, on
+every recorded and hand-written snapshot, speaks the closed action vocabulary of its
+kind, and its commands are exactly what envdoctor.commands builds from that action."""
 
 from __future__ import annotations
 
@@ -8,43 +9,54 @@ from pathlib import Path
 from typing import Iterator, Tuple
 
 import pytest
-from conftest import judge, FIXTURES
+from conftest import FIXTURES, env_for, env_of
 
-from envdoctor.model import ACTION_KEYS, Finding
+from envdoctor.commands import commands_for, requirement_name
+from envdoctor.model import ACTION_KEYS, Environment, Finding
 from envdoctor.registry import load_checks
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 PREFIXES = sorted(CHECKS, key=len, reverse=True) + ["bf16"]
 
 
-def _snapshots() -> Iterator[Tuple[str, str, dict]]:
+def _snapshots() -> Iterator[Tuple[str, str, dict, Environment]]:
     for path in sorted(FIXTURES.rglob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         name = str(path.relative_to(FIXTURES))
         if "checks" in data:  # a recorded report
             for check in data["checks"]:
                 if check["id"] in CHECKS and check["status"] not in ("skipped", "crashed", "timeout"):
-                    yield name, check["id"], check["facts"]
+                    yield name, check["id"], check["facts"], env_of(data)
         else:  # handwritten/<check-id>-<case>.json
             prefix = next(p for p in PREFIXES if Path(name).name.startswith(p))
-            yield name, "bf16-support" if prefix == "bf16" else prefix, data["facts"]
+            yield name, "bf16-support" if prefix == "bf16" else prefix, data["facts"], env_for(data["facts"])
 
 
-FINDINGS = [(name, check_id, f) for name, check_id, facts in _snapshots() for f in judge(CHECKS[check_id], facts)]
+FINDINGS = [(name, check_id, f, env) for name, check_id, facts, env in _snapshots() for f in CHECKS[check_id].judge(facts, env)]
 
 
 def test_the_snapshots_produce_remedies_of_every_kind() -> None:
-    kinds = {r.kind for _, _, f in FINDINGS for r in f.remedies}
+    kinds = {r.kind for _, _, f, _ in FINDINGS for r in f.remedies}
     assert kinds == set(ACTION_KEYS)
 
 
-@pytest.mark.parametrize(("name", "check_id", "finding"), FINDINGS, ids=[f"{n}:{f.code}" for n, _, f in FINDINGS])
-def test_every_remedy_speaks_the_vocabulary(name: str, check_id: str, finding: Finding) -> None:
-    assert finding.check in (check_id, "device-memory")  # cublas files OOM under device-memory (DESIGN.md)
+@pytest.mark.parametrize(("name", "check_id", "finding", "env"), FINDINGS, ids=[f"{n}:{f.code}" for n, _, f, _ in FINDINGS])
+def test_every_remedy_is_an_action_and_its_commands_are_built_from_it(name: str, check_id: str, finding: Finding, env: Environment) -> None:
+    assert finding.check == check_id
     for remedy in finding.remedies:
         assert remedy.kind in ACTION_KEYS, remedy
         assert set(remedy.action) <= set(ACTION_KEYS[remedy.kind]), (remedy.id, remedy.action)
         assert remedy.summary
+        if remedy.kind in ("pip", "env", "config"):
+            assert remedy.action, remedy  # fix executes the action: one is required
+            assert remedy.commands == commands_for(remedy.kind, remedy.action, env.python), remedy
+        for key in ("install", "upgrade", "uninstall", "constraints", "unset_env", "reduce"):
+            assert isinstance(remedy.action.get(key, []), list), (remedy.id, key)
+        for key in ("force_reinstall", "no_deps", "no_build_isolation", "no_cache"):
+            assert remedy.action.get(key, True) is True, (remedy.id, key)  # a flag is present and true, or absent
         if remedy.kind == "pip":
-            assert remedy.commands and all(" -m pip " in c for c in remedy.commands if "pip" in c), remedy
+            assert remedy.commands and all(c.split(" -m pip ")[0].endswith(env.python) for c in remedy.commands), remedy
             assert not any(c.rstrip().endswith("install apex") or "install --upgrade apex" in c for c in remedy.commands)
+            installs = remedy.action.get("install", []) + remedy.action.get("upgrade", [])
+            if env.torch and installs and "torch" not in {requirement_name(r) for r in installs} and not remedy.action.get("no_deps"):
+                assert remedy.action.get("constraints") == ["torch==%s" % env.torch], remedy  # torch is pinned

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import judge, codes, facts_of, load_fixture
+from conftest import codes, facts_of, judge, load_fixture
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks

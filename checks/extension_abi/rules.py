@@ -221,10 +221,10 @@ def _lost_step(facts: Dict[str, Any], op: Dict[str, Any]) -> Optional[Dict[str, 
     return next((s for s in facts.get("lost_steps") or () if s.get("what") == op.get("what")), None)
 
 
-def _stack(step: Dict[str, Any], limit: int = 8) -> List[str]:
-    """The innermost lines of the stack faulthandler left when the step crashed or hung."""
-    lines = [line.rstrip() for line in (step.get("detail") or "").splitlines() if line.strip()]
-    return lines[-limit:]
+def _stack(step: Dict[str, Any], limit: int = 6) -> List[str]:
+    """The headline and innermost frames faulthandler left when the step crashed or hung
+    (the engine keeps them, innermost first, in the lost step's detail)."""
+    return [line for line in (step.get("detail") or "").splitlines() if line.strip()][:limit]
 
 
 def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
