@@ -25,6 +25,7 @@ import importlib.machinery
 import importlib.util
 import os
 import re
+import sys
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -32,6 +33,7 @@ from envdoctor.commands import pip_command, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
 from envdoctor.probekit import distributions
 from envdoctor.probekit.gpus import cuda_devices, identity
+from envdoctor.probekit.imports import record_import
 from envdoctor.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.probekit.steps import StepLost, step
 from envdoctor.probekit.text import error_text, exception_text, short_dtype
@@ -180,21 +182,27 @@ def _extensions() -> List[Dict[str, Any]]:
 
 
 def _import(name: str, attrs: Sequence[str] = (), version: Optional[str] = None) -> Dict[str, Any]:
-    """Import one apex module as a guarded step: a compiled extension that crashes or hangs
-    on import is pinned on it, and the probe goes on past it."""
-    try:
-        with step("importing %s%s" % (name, " (apex %s)" % version if version else ""), package="apex", module=name, version=version):
-            module = importlib.import_module(name)
-        missing = [a for a in attrs if not hasattr(module, a)]
-        if missing:
-            raise ImportError("cannot import name %r from %r (%s)" % (missing[0], name, getattr(module, "__file__", None)))
-    except KeyboardInterrupt:
-        raise
-    except StepLost as lost:
-        return {"ok": False, "error": lost.error, "error_type": lost.error_type, "lost": lost.state}
-    except BaseException as exc:  # noqa: BLE001 - SystemExit from a module body too: the failure is the fact
-        return _error(exc)
-    return {"ok": True, "file": getattr(module, "__file__", None)}
+    """Import one apex module with the probe kit's recorder, as a guarded step: a compiled
+    extension that crashes or hangs on import is pinned on it and the probe goes on past it.
+    Returns {"ok", "error", "error_type", "where", "frames", "file"} as the rules read them."""
+    fact = record_import("apex", name, version)
+    info: Dict[str, Any] = {"ok": bool(fact["ok"]), "file": fact.get("file")}
+    if fact.get("lost"):
+        info["lost"] = fact["lost"]
+    if not fact["ok"]:
+        info["error"], info["error_type"] = fact.get("error"), fact.get("error_type")
+        frames = [f for f in fact.get("frames") or () if not (f.startswith("<") or "importlib" in f or "probekit" in f)]
+        if frames:  # where it was raised, outside the import machinery and the recorder
+            info["where"] = frames[-1].rsplit(" in ", 1)[0]
+            info["frames"] = [f.rsplit(":", 1)[0] if ":" in f.rsplit(" in ", 1)[0] else f for f in
+                              (g.rsplit(" in ", 1)[0] for g in frames)][-8:]
+        return info
+    module = sys.modules.get(name)
+    missing = [a for a in attrs if not hasattr(module, a)]
+    if missing:
+        info.update(ok=False, error_type="ImportError",
+                    error="cannot import name %r from %r (%s)" % (missing[0], name, getattr(module, "__file__", None)))
+    return info
 
 
 def _transformers() -> Dict[str, Any]:

@@ -21,6 +21,9 @@ from envdoctor import cuda_tables as ct
 from envdoctor.commands import env_remedy, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
 from envdoctor.probekit.distributions import installed_version
+from envdoctor.probekit.gpus import identity
+from envdoctor.probekit.ops import attempt
+from envdoctor.probekit.steps import step
 from envdoctor.probekit.text import error_text, exception_text, warning_texts
 
 ID = "cuda-compat"
@@ -215,14 +218,12 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
             t["init_error"] = "%s: %s" % (type(exc).__name__, error_text(exc))
     t["init_warnings"] = warning_texts(caught)
     for index in range(t["device_count"] if t["is_available"] else 0):
-        dev: Dict[str, Any] = {"id": "cuda:%d" % index, "index": index}
-        try:
-            dev["name"] = str(torch.cuda.get_device_name(index))
-            major, minor = torch.cuda.get_device_capability(index)
-            dev["capability"] = [int(major), int(minor)]
-            dev["total_memory"] = int(torch.cuda.get_device_properties(index).total_memory)
-        except Exception as exc:  # noqa: BLE001
-            dev["error"] = exception_text(exc)
+        with step("reading the identity of cuda:%d" % index, device="cuda:%d" % index):
+            dev = identity(torch, "cuda:%d" % index)
+        if not dev.get("error"):
+            dev["total_memory"], error = attempt(lambda: int(torch.cuda.get_device_properties(index).total_memory))
+            if error:
+                dev["error"] = error
         t["devices"].append(dev)
     return t
 

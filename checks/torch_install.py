@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.commands import pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
 from envdoctor.probekit.distributions import installed_version
+from envdoctor.probekit.gpus import identity
+from envdoctor.probekit.steps import step
 from envdoctor.probekit.text import exception_text
 
 ID = "torch-install"
@@ -59,21 +61,13 @@ def _devices(torch: Any, build: Dict[str, Any]) -> List[Dict[str, Any]]:
     ]
     for dev in available_devices(torch)[1:]:
         if dev.startswith("cuda"):
-            index = int(dev.split(":")[1])
-            props = _guard(lambda: torch.cuda.get_device_properties(index))
-            if isinstance(props, dict):
-                devices.append({"id": dev, "type": "cuda", **props})
-                continue
-            devices.append(
-                {
-                    "id": dev,
-                    "type": "cuda",
-                    "name": props.name,
-                    "capability": "%d.%d" % (props.major, props.minor),
-                    "total_memory": int(props.total_memory),
-                    "multi_processor_count": getattr(props, "multi_processor_count", None),
-                }
-            )
+            with step("reading the identity of %s" % dev, device=dev):
+                info = identity(torch, dev)
+                props = _guard(lambda: torch.cuda.get_device_properties(info["index"]))
+            if not isinstance(props, dict):
+                info["total_memory"] = int(props.total_memory)
+                info["multi_processor_count"] = getattr(props, "multi_processor_count", None)
+            devices.append({"type": "cuda", **info})
         else:
             devices.append({"id": dev, "type": dev})
     return devices

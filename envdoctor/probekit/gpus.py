@@ -5,8 +5,9 @@ Stdlib only, Python 3.8+; torch is passed in.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
+from envdoctor.cuda_tables import parse_capability as capability_tuple  # (8, 0) from '8.0' or [8, 0]
 from envdoctor.model import ProbeContext
 from envdoctor.probekit.text import error_text
 
@@ -37,14 +38,4 @@ def cuda_devices(torch: Any, ctx: ProbeContext) -> List[str]:
     return [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
 
 
-def capability_tuple(capability: Any) -> Optional[Tuple[int, int]]:
-    """(8, 0) from "8.0", [8, 0] or (8, 0); None when unreadable."""
-    if capability is None:
-        return None
-    try:
-        if isinstance(capability, (list, tuple)):
-            return int(capability[0]), int(capability[1])
-        major, minor = str(capability).split(".")[:2]
-        return int(major), int(minor)
-    except (ValueError, IndexError, TypeError):
-        return None
+__all__ = ["capability_tuple", "cuda_devices", "device_index", "identity"]
