@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, check_of, run_envdoctor
 
-WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "distributions", "cuda_tables"]
+WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "distributions", "cuda_tables", "sysinfo"]
 WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").glob("*.py"))
 ALLOWED_ENVDOCTOR = {"envdoctor"} | {"envdoctor." + m for m in WORKER_SIDE_PACKAGE}
 PYTHONS = Path("/root/.pyenv/versions")
