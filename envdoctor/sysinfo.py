@@ -73,16 +73,16 @@ PACKAGES = ("torch", "numpy", "triton", "pytorch-triton", "torchvision", "torcha
             "onnxruntime", "nvidia-cublas-cu12", "nvidia-cublas-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11",
             "cuda-toolkit")
 
-# argv, the regex of the line worth showing, then the regexes of the version in that line, best first.
+# argv, the regex of the line worth showing (else the first line), the regexes of the version in it, best first.
 _VERSION = r"(\d+(?:\.\d+)+)"
-TOOLS: Dict[str, Tuple[List[str], str, Tuple[str, ...]]] = {
+TOOLS: Dict[str, Tuple[List[str], Optional[str], Tuple[str, ...]]] = {
     # "gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0", "gcc (GCC) 11.4.1 20230605 (Red Hat 11.4.1-2)"
-    "gcc": (["gcc", "--version"], r".+", (r"\)\s+" + _VERSION, _VERSION)),
+    "gcc": (["gcc", "--version"], None, (r"\)\s+" + _VERSION, _VERSION)),
     # "Ubuntu clang version 14.0.0-1ubuntu1.1", "Apple clang version 15.0.0 (clang-1500.3.9.4)"
-    "clang": (["clang", "--version"], r".*clang version.*|.+", (r"version\s+" + _VERSION, _VERSION)),
-    "cmake": (["cmake", "--version"], r".+", (r"version\s+" + _VERSION,)),
+    "clang": (["clang", "--version"], r"clang version", (r"version\s+" + _VERSION, _VERSION)),
+    "cmake": (["cmake", "--version"], None, (r"version\s+" + _VERSION,)),
     # "Cuda compilation tools, release 13.0, V13.0.88": collect_env calls this the "CUDA runtime version"
-    "nvcc": (["nvcc", "--version"], r".*release \d+\.\d+, V.*", (r"release \d+\.\d+, V(\d+(?:\.\d+)*)",)),
+    "nvcc": (["nvcc", "--version"], r"release \d+\.\d+, V", (r"release \d+\.\d+, V(\d+(?:\.\d+)*)",)),
 }
 
 
@@ -131,10 +131,11 @@ def _ask_tool(name: str) -> Optional[Dict[str, Any]]:
         tail = (proc.stderr.decode("utf-8", "replace").strip() or text.strip())[-200:]
         out["error"] = "`%s` exited with %d%s" % (" ".join(argv), proc.returncode, ": " + tail if tail else "")
         return out
-    line = re.search(line_re, text)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = next((x for x in lines if line_re and re.search(line_re, x)), lines[0] if lines else None)
     if line:
-        out["line"] = line.group(0).strip()
-        versions = (re.search(pattern, out["line"]) for pattern in version_res)
+        out["line"] = line[:200]
+        versions = (re.search(pattern, line) for pattern in version_res)
         out["version"] = next((m.group(1) for m in versions if m), None)
     return out
 
@@ -357,6 +358,16 @@ def collect_system() -> Dict[str, Any]:
     return facts
 
 
+def _submodule(torch: Any, name: str) -> Any:
+    """torch.<name>, importing it where torch does not at its own import (torch.backends.xnnpack)."""
+    module = torch
+    for part in name.split("."):
+        module = getattr(module, part, None)
+        if module is None:
+            return importlib.import_module("%s.%s" % (torch.__name__, name))
+    return module
+
+
 def torch_runtime(torch: Any) -> Dict[str, Any]:
     """How the imported torch was built and what its CPU backend uses (keys: TORCH_RUNTIME_KEYS). Never raises."""
     errors: Dict[str, str] = {}
@@ -378,7 +389,7 @@ def torch_runtime(torch: Any) -> Dict[str, Any]:
         "mkl": get("mkl", lambda: bool(torch.backends.mkl.is_available())),
         "mkldnn": get("mkldnn", lambda: bool(torch.backends.mkldnn.is_available())),
         "openmp": get("openmp", lambda: bool(torch.backends.openmp.is_available())),
-        "xnnpack": get("xnnpack", lambda: bool(importlib.import_module("torch.backends.xnnpack").enabled)),  # a lazy submodule
+        "xnnpack": get("xnnpack", lambda: bool(_submodule(torch, "backends.xnnpack").enabled)),
         "num_threads": get("num_threads", lambda: int(torch.get_num_threads())),
     }
     facts["errors"] = errors
