@@ -232,7 +232,8 @@ def _system_rows(system: Dict[str, Any], runtime: Dict[str, Any]) -> List[Tuple[
             rows.append((fact, str(value)))
 
     if system:
-        add("OS", "%s (%s)" % (system.get("os"), system.get("machine")) if system.get("machine") else system.get("os"))
+        if system.get("os"):
+            add("OS", "%s (%s)" % (system["os"], system["machine"]) if system.get("machine") else system["os"])
         add("Kernel", system.get("kernel"))
         add("libc", system.get("libc") or "?")
         py = _dict(system.get("python"))

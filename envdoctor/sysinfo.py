@@ -157,8 +157,10 @@ def _start_tools() -> Callable[[], Dict[str, Any]]:
 
     def join() -> Dict[str, Any]:
         deadline = time.monotonic() + TOOL_TIMEOUT_S + 2.0  # subprocess.run kills at TOOL_TIMEOUT_S
-        for thread in threads:
+        for name, thread in zip(TOOLS, threads):
             thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():  # cannot happen while subprocess.run keeps its timeout; never wait forever
+                results[name] = {"path": None, "version": None, "line": None, "error": "still running"}
         return dict(results)
 
     return join
