@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, check_of, run_envdoctor
 
-WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "cuda_tables", "versions",
+WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "cuda_tables", "versions", "sysinfo",
                        "probekit/__init__", "probekit/steps", "probekit/ops", "probekit/text", "probekit/gpus",
                        "probekit/distributions", "probekit/imports"]
 WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").rglob("*.py"))
