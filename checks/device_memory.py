@@ -235,10 +235,11 @@ def parse_compute_apps(text: str) -> List[Dict[str, Any]]:
     found") are skipped."""
     rows: List[Dict[str, Any]] = []
     for line in (text or "").splitlines():
-        cells = [c.strip() for c in line.split(",")]
+        raw = line.split(",")
+        cells = [c.strip() for c in raw]
         if len(cells) < 4 or not cells[0].isdigit():
             continue
-        rows.append({"pid": int(cells[0]), "name": ",".join(cells[1:-2]).strip(), "used_bytes": parse_mib(cells[-2]),
+        rows.append({"pid": int(cells[0]), "name": ",".join(raw[1:-2]).strip(), "used_bytes": parse_mib(cells[-2]),
                      "uuid": cells[-1]})
     return rows
 
@@ -256,8 +257,9 @@ def map_devices(torch_uuids: Dict[int, Optional[str]], smi_gpus: List[Dict[str, 
     """torch device index -> (nvidia-smi index, how it was matched).
 
     By UUID when torch reports one; else through CUDA_VISIBLE_DEVICES (indices, or UUID
-    prefixes); else the same number ("order": right on the usual machine whose GPUs are
-    alike, where CUDA's fastest-first order is the PCI order nvidia-smi uses)."""
+    prefixes); else the same number unless a UUID already placed another device there
+    ("order": right on the usual machine whose GPUs are alike, where CUDA's fastest-first
+    order is the PCI order nvidia-smi uses)."""
     by_uuid = {_norm_uuid(g.get("uuid")): g["index"] for g in smi_gpus if g.get("uuid")}
     indices = {g["index"] for g in smi_gpus}
     tokens = [t.strip() for t in visible.split(",")] if visible is not None else None
@@ -277,7 +279,11 @@ def map_devices(torch_uuids: Dict[int, Optional[str]], smi_gpus: List[Dict[str, 
             else:
                 out[i] = (None, None)
         else:
-            out[i] = (i, "order") if i in indices else (None, None)
+            out[i] = (None, None)
+    taken = {idx for idx, how in out.values() if how == "uuid"}
+    for i, (_, how) in list(out.items()):
+        if how is None and tokens is None and i in indices and i not in taken:
+            out[i] = (i, "order")
     return out
 
 
@@ -441,7 +447,7 @@ def _device_evidence(facts: Dict[str, Any], dev: Dict[str, Any], pressed: bool) 
 
 
 def _verdict(dev: Dict[str, Any]) -> str:
-    """'oom', 'low', 'unmeasured' or 'ok' for one device."""
+    """'oom', 'low', 'unmeasured', 'alloc-failed' (for another reason than memory) or 'ok'."""
     mem, alloc = dev.get("mem") or {}, dev.get("alloc") or {}
     if _is_oom(dev) or _is_oom(mem) or _is_oom(alloc):
         return "oom"
@@ -449,6 +455,8 @@ def _verdict(dev: Dict[str, Any]) -> str:
         return "low"
     if dev.get("error") or _reading(mem) is None:
         return "unmeasured"
+    if alloc and not alloc.get("ok"):
+        return "alloc-failed"
     return "ok"
 
 
@@ -493,9 +501,11 @@ def _alloc_conf_remedy(facts: Dict[str, Any], env: Environment) -> Optional[Reme
 def _memory_remedies(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any], roomy: List[Dict[str, Any]]) -> Tuple[Remedy, ...]:
     others = [a for a in _holders(facts, dev) if not a.get("self")]
     who = " (%s)" % "; ".join(_holder_text(a) for a in others) if others else ""
+    smi_index = dev.get("smi_index")
+    gpu = " (GPU %s in nvidia-smi)" % smi_index if smi_index is not None and smi_index != dev.get("index") else ""
     remedies: List[Remedy] = [
-        Remedy("Free %s: stop the processes that hold its memory%s; a crashed earlier run, a notebook kernel or another rank of "
-               "the same job on this GPU are the usual holders. List them with the query below" % (dev["id"], who),
+        Remedy("Free %s%s: stop the processes that hold its memory%s; a crashed earlier run, a notebook kernel or another rank of "
+               "the same job on this GPU are the usual holders. List them with the query below" % (dev["id"], gpu, who),
                kind="manual", commands=(APPS_COMMAND,), id="free-gpu"),
         config_remedy("Use a smaller batch size (or gradient accumulation, gradient checkpointing) so the run fits next to what else "
                       "is resident", "smaller-batch", {}, reduce=["batch_size"]),
@@ -544,6 +554,12 @@ def _device_finding(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any]
                        "%s: GPU memory not measured: %s (the cublas and cuda-compat checks judge such failures)" % (label, _short(str(why))),
                        evidence, (), subject)
     free, total = reading or (0, 0)
+    if verdict == "alloc-failed":
+        return Finding(ID, "allocation-failed", Severity.INFO,
+                       "%s has %s free of %s, yet a %s allocation fails for another reason than memory: %s (the cublas and "
+                       "cuda-compat checks judge such failures)" % (label, _size(free), _size(total), _size(alloc.get("bytes") or ALLOC_BYTES),
+                                                                    _short(str(alloc.get("error")))),
+                       evidence, (), dict(subject, free=free, total=total))
     return Finding(ID, "gpu-memory", Severity.INFO, "%s has %s free of %s" % (label, _size(free), _size(total)), evidence, (),
                    dict(subject, free=free, total=total))
 
