@@ -453,14 +453,7 @@ def _diagnose_device(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any
                         (*_library_remedies(facts, env, "cudnn"), cudnn_off),
                         dict(subject, library="cudnn"))
             )
-    elif _low(dev.get("mem_start")):
-        start = dev["mem_start"]
-        findings.append(
-            Finding(ID, "low-free-memory", Severity.WARNING,
-                    "%s has almost no free memory (%s free of %s): tiny operations pass, a real run will not fit"
-                    % (label, _mib(start["free"]), _mib(start.get("total") or 0)),
-                    tuple(t for t in (_mem_text("at start", start),) if t), _memory_remedies(facts, dev, others), dict(subject))
-        )
+    # Low free memory with everything passing is the device-memory check's finding, with the processes holding it.
     wrong = [o for o in ops if o.get("ok") and _wrong(o)]
     for op_name, code in (("gemm", "gemm-wrong-results"), ("conv2d", "cudnn-wrong-results")):
         bad = [o for o in wrong if o["op"] == op_name]
@@ -569,8 +562,6 @@ SIGNATURES = (
                     "not match the torch build"),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
               cause="the libcudnn found at run time is not the one torch was built against"),
-    Signature("cublas-init-oom", r"CUDA out of memory|CUDA error: out of memory|OutOfMemoryError",
-              cause="the GPU has no free memory for this allocation (out of memory that later also surfaces as cuBLAS/cuDNN errors)"),
 )
 
 CHECK = Check(
