@@ -310,4 +310,6 @@ def describe_environment(run: RunResult, results: List[CheckResult], python: str
         "requested_devices": list(request.devices) if request.devices else None,
         "worker_restarts": run.restarts,
         "variables": environment_variables(RELEVANT_VARIABLES),
+        "system": run.system,
+        "torch_runtime": run.torch_runtime,
     }

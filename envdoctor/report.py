@@ -324,5 +324,6 @@ def render_markdown(report: Report, verbose: bool = False) -> str:
         out += ["", "### Notes", ""]
         out += ["- `%s` · %s" % (f.check, f.title) for f in notes]
     out += system_markdown(env)
-    out += ["", "<details><summary>Environment</summary>", "", "```json", json.dumps(env, indent=2, ensure_ascii=False), "```", "", "</details>"]
+    rest = {k: v for k, v in env.items() if k not in ("system", "torch_runtime")}  # rendered above as tables
+    out += ["", "<details><summary>Environment</summary>", "", "```json", json.dumps(rest, indent=2, ensure_ascii=False), "```", "", "</details>"]
     return "\n".join(out) + "\n"

@@ -82,6 +82,8 @@ class RunResult:
     torch_import: Dict[str, Any]
     outcomes: Dict[str, Outcome]
     restarts: int = 0
+    system: Dict[str, Any] = field(default_factory=dict)  # sysinfo.collect_system() of the target
+    torch_runtime: Optional[Dict[str, Any]] = None  # sysinfo.torch_runtime(torch) of the target
 
 
 EventCallback = Callable[[str, str], None]  # (event, check id)
@@ -215,11 +217,14 @@ class Runner:
         self._worker: Optional[Worker] = None
         self._hello: Optional[Dict[str, Any]] = None
         self._torch_import: Optional[Dict[str, Any]] = None
+        self._system: Optional[Dict[str, Any]] = None
+        self._torch_runtime: Optional[Dict[str, Any]] = None
         self._no_torch = False
 
     def start(self) -> None:
         if self._worker is None:
-            self._worker = Worker(self.python, self.package_dir, self.checks_dir, ["--no-torch"] if self._no_torch else [])
+            args = (["--no-torch"] if self._no_torch else []) + (["--no-system"] if self._system is not None else [])
+            self._worker = Worker(self.python, self.package_dir, self.checks_dir, args)
 
     def _handshake(self, worker: Worker) -> None:
         try:
@@ -238,6 +243,10 @@ class Runner:
             self._hello = hello
         try:
             event = worker.next_event(self.torch_import_timeout_s)
+            if event is not None and event.get("event") == "system":
+                if self._system is None:
+                    self._system = event.get("system") or {}
+                event = worker.next_event(self.torch_import_timeout_s)
         except TimeoutError:
             worker.kill()
             event = {
@@ -257,6 +266,9 @@ class Runner:
                 "stderr": self._redactor.text(worker.stderr_tail()),
             }
             self._no_torch = True
+        runtime = event.pop("runtime", None)
+        if self._torch_runtime is None and runtime:
+            self._torch_runtime = runtime
         if self._torch_import is None:
             event.pop("event", None)
             self._torch_import = event
@@ -300,7 +312,7 @@ class Runner:
             self._worker = None
         self.close()
         assert self._hello is not None and self._torch_import is not None
-        return RunResult(self._hello, self._torch_import, outcomes, restarts)
+        return RunResult(self._hello, self._torch_import, outcomes, restarts, self._system or {}, self._torch_runtime)
 
     def _limit(self, spec: Dict[str, Any]) -> float:
         """The user's --timeout when given (their word, whatever the check declares);

@@ -3,7 +3,7 @@ runs each check's probe and streams the outcomes to the parent as JSON lines.
 
 Stdlib only and Python 3.8+: the target environment may have nothing but torch.
 Protocol (one JSON object per line on the original stdout):
-  worker → parent: hello, torch, then per check: start, (step, step_end)*, result | error; then done
+  worker → parent: hello, system (collected while torch imports), torch, then per check: start, (step, step_end)*, result | error; then done
   parent → worker: one job line {"checks": [...], "ctx": {...}, "torch_import": {...}?,
                                  "lost_steps": {check id: {step key: {"state", "error"}}}?}
 A `step` names the risky thing about to run (probekit.steps): when the worker dies or
@@ -21,12 +21,14 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
 import traceback
 import warnings
 from types import ModuleType
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
+from envdoctor import sysinfo
 from envdoctor.model import Check, ProbeContext
 from envdoctor.probekit import steps
 from envdoctor.probekit.text import exception_text, warning_texts
@@ -66,12 +68,31 @@ class Channel:
     def __init__(self, stream: TextIO, redactor: Redactor) -> None:
         self._stream = stream
         self._redactor = redactor
+        self._lock = threading.Lock()  # the system-facts thread emits beside the main thread
 
     def emit(self, event: str, **payload: Any) -> None:
         payload["event"] = event
         line = json.dumps(self._redactor.data(_sanitize(payload)), allow_nan=False)
-        self._stream.write(line + "\n")
-        self._stream.flush()
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+
+def _emit_system(channel: Channel) -> threading.Thread:
+    """Collect the system facts (OS, compilers, CPU flags, packages) in a thread while torch
+    imports, and send them as soon as they are ready: even a torch import that crashes the
+    worker leaves them in the report."""
+
+    def run() -> None:
+        try:
+            system = sysinfo.collect_system()
+        except Exception as exc:  # noqa: BLE001 - collect_system guards itself; this is the last line
+            system = {"errors": {"collect_system": exception_text(exc)}}
+        channel.emit("system", system=system)
+
+    thread = threading.Thread(target=run, name="envdoctor-system", daemon=True)
+    thread.start()
+    return thread
 
 
 class _FaultLog:
@@ -170,11 +191,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         machine=platform.machine(),
         pid=os.getpid(),
     )
+    system = None if "--no-system" in args else _emit_system(channel)
     if "--no-torch" in args:
         torch, torch_info = None, {"ok": False, "skipped": True}
     else:
         torch, torch_info = import_torch()
-    channel.emit("torch", **torch_info)
+    if system is not None:
+        system.join(10.0)  # the facts are sent before "torch", so the runner has them with the handshake
+    runtime = sysinfo.torch_runtime(torch) if torch is not None else None
+    channel.emit("torch", runtime=runtime, **torch_info)
 
     line = sys.stdin.readline()
     if not line:

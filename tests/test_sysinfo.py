@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from conftest import ROOT, load_fixture
+from conftest import ROOT, load_fixture, run_envdoctor
 
 from envdoctor import sysinfo
 from envdoctor.model import Report, report_from_dict
@@ -430,3 +430,31 @@ def test_an_older_report_renders_without_the_section() -> None:
                  checks=[])
     md = render_markdown(odd)
     assert "| OS | Linux |" in md and "| torch | 2.0 |" in md
+
+
+def test_check_markdown_carries_every_collect_env_fact(collect_env: CollectEnv) -> None:
+    """The report a user pastes into a bug report, made by `envdoctor check --markdown` in the
+    target interpreter, has each collect_env fact that matters for these failures."""
+    proc = run_envdoctor("check", "--markdown", "--only", "torch-install")
+    assert proc.returncode == 0, proc.stderr
+    markdown = proc.stdout
+    rows = dict(re.findall(r"^\| ([^|]+?) \| (.+?) \|$", markdown, re.M))
+    os_name, machine = (collect_env.value("OS") or "").rsplit(" (", 1)
+    assert rows["OS"].startswith(os_name) and machine.rstrip(")") in rows["OS"]
+    assert rows["libc"] == collect_env.value("Libc version")
+    assert rows["Python"].startswith((collect_env.value("Python version") or "").split()[0])
+    for label, row in (("GCC version", "GCC"), ("Clang version", "clang"), ("CMake version", "CMake")):
+        theirs = collect_env.value(label)
+        assert (theirs in rows[row]) if theirs else rows[row] == "not found", (label, rows[row])
+    assert (collect_env.value("Model name") or "").split()[0] in rows["CPU"]
+    assert rows["torch"] == collect_env.value("PyTorch version")
+    cuda = collect_env.value("CUDA used to build PyTorch")
+    assert (cuda in rows["CUDA runtime (torch build)"]) if cuda else rows["CUDA runtime (torch build)"].startswith("none")
+    driver = collect_env.value("Nvidia driver version")
+    assert (driver in rows["NVIDIA driver"]) if driver else rows["NVIDIA driver"] == "none"
+    flags = (collect_env.value("Flags") or "").split()
+    for flag, name in (("f16c", "F16C"), ("avx2", "AVX2"), ("avx512f", "AVX-512F")):
+        assert ("%s %s" % (name, "✓" if flag in flags else "✗")) in rows["CPU fp16/bf16 instructions"]
+    for package, version in collect_env.pip.items():
+        if package in ("torch", "numpy"):
+            assert "| %s | %s |" % (package, version) in markdown
