@@ -5,10 +5,10 @@ in every fp32/fp16/bf16 input × weight pair?
 Seed 002 (xDiT, PixArt-alpha, A100, torch 2.4.0): `expected scalar type Float but
 found Half` inside apex's FusedRMSNormAffineFunction, reached through transformers'
 T5, which swaps its T5LayerNorm for apex FusedRMSNorm whenever
-`from apex.normalization import FusedRMSNorm` imports (GPU-FACTS.md §5). The
+`from apex.normalization import FusedRMSNorm` imports (docs/facts.md §5). The
 "fix" that was reported, `pip install --upgrade apex`, replaced NVIDIA apex with
 the unrelated PyPI package named apex (a Pyramid web toolkit, 0.9.x) whose import
-fails, so transformers fell back to its own T5LayerNorm (FACTS.md "apex").
+fails, so transformers fell back to its own T5LayerNorm (docs/facts.md §7 "apex").
 
 The probe tells the two apart without trusting either: distribution metadata
 (version, summary, files), the package directory's contents, the compiled
@@ -42,12 +42,12 @@ from envdoctor.versions import release_tuple
 ID = "apex"
 
 # NVIDIA apex's setup.py: name="apex", version="0.1",
-# description="PyTorch Extensions written by NVIDIA" (GPU-FACTS §5 "Build checks").
+# description="PyTorch Extensions written by NVIDIA" (docs/facts.md §5 "Build checks").
 NVIDIA_VERSION = "0.1"
 NVIDIA_SUMMARY = "PyTorch Extensions written by NVIDIA"
 NVIDIA_REPO = "https://github.com/NVIDIA/apex"
 
-# Compiled top-level modules (GPU-FACTS §5 "Compiled modules"; names from setup.py).
+# Compiled top-level modules (docs/facts.md §5 "Compiled modules"; names from setup.py).
 CPP_EXTENSIONS = ("apex_C",)
 CUDA_EXTENSIONS = (  # built by APEX_CUDA_EXT=1 / --cuda_ext
     "amp_C", "syncbn", "fused_layer_norm_cuda", "mlp_cuda", "fused_dense_cuda",
@@ -67,7 +67,7 @@ ALL_EXTENSIONS = CPP_EXTENSIONS + CUDA_EXTENSIONS + CONTRIB_EXTENSIONS
 NORM_EXTENSION = "fused_layer_norm_cuda"  # what apex.normalization needs
 
 # What a package directory named apex holds: NVIDIA's layout, or the Pyramid toolkit's
-# (GPU-FACTS §5 "PyPI apex is unrelated": apex/{lib,ext,scaffolds,...}, forms.py, no normalization).
+# (docs/facts.md §5 "PyPI apex is unrelated": apex/{lib,ext,scaffolds,...}, forms.py, no normalization).
 PACKAGE_MARKERS = (
     "normalization/fused_layer_norm.py", "optimizers", "multi_tensor_apply",
     "lib/libapex.py", "forms.py", "views.py", "scaffolds",
@@ -80,7 +80,7 @@ NVIDIA_FILES = ("apex/normalization/fused_layer_norm.py", "apex/optimizers/fused
 IMPOSTOR_MODULES = ("pyramid_mailer", "pyramid", "velruse", "cryptacular", "zope", "wtforms", "wtforms_recaptcha")
 _IMPOSTOR_IMPORT_RE = re.compile(r"No module named '(%s)[\w.]*'" % "|".join(IMPOSTOR_MODULES))
 
-# transformers' modeling files that hold the `T5LayerNorm = FusedRMSNorm` block (GPU-FACTS §5 table).
+# transformers' modeling files that hold the `T5LayerNorm = FusedRMSNorm` block (docs/facts.md §5 table).
 TRANSFORMERS_MODELS = (
     ("t5", "models/t5/modeling_t5.py"),
     ("longt5", "models/longt5/modeling_longt5.py"),
@@ -423,7 +423,7 @@ def t5_routing(facts: Dict[str, Any]) -> Dict[str, Any]:
     if read:
         swapping = [m for m, e in read.items() if e.get("swap")]
         source = "source"
-    elif version:  # no readable source: GPU-FACTS §5 table
+    elif version:  # no readable source: docs/facts.md §5 table
         v = release_tuple(version)
         swapping = []
         if SWAP_FIRST <= v < SWAP_REMOVED:
@@ -466,7 +466,7 @@ def _uninstall_remedy(facts: Dict[str, Any], env: Environment, why: str) -> Reme
 
 
 def build_remedies(facts: Dict[str, Any], env: Environment, why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
-    """NVIDIA apex from a source checkout, against the installed torch (GPU-FACTS §5 "Install")."""
+    """NVIDIA apex from a source checkout, against the installed torch (docs/facts.md §5 "Install")."""
     cuda = facts.get("torch_cuda")
     torch_version = facts.get("torch")
     if torch_version is None:

@@ -1,9 +1,9 @@
 """bf16-support: does each GPU compute bfloat16 natively, only through emulation,
 or not at all?
 
-Native bf16 needs compute capability 8.0 (Ampere) or newer (GPU-FACTS.md §2).
+Native bf16 needs compute capability 8.0 (Ampere) or newer (docs/facts.md §2).
 Below that, torch's `torch.cuda.is_bf16_supported()` still returns True when a
-bf16 tensor can merely be created ("emulation", GPU-FACTS.md §2, torch v2.9.1
+bf16 tensor can merely be created ("emulation", docs/facts.md §2, torch v2.9.1
 `torch/cuda/__init__.py`), and transformers' `is_torch_bf16_gpu_available()` is
 just that call in recent releases, so `bf16=True` on a T4 or V100 is accepted and
 runs slowly; older GPUs (P100, M40) fail the bf16 GEMM outright with
@@ -28,7 +28,7 @@ from envdoctor.probekit.steps import step
 from envdoctor.probekit.text import dedupe, error_text
 
 ID = "bf16-support"
-NATIVE_CC = (8, 0)  # GPU-FACTS.md §2: "BF16 requires compute capability 8.0 or higher"
+NATIVE_CC = (8, 0)  # docs/facts.md §2: "BF16 requires compute capability 8.0 or higher"
 MATMUL_N = 256  # the correctness matmul (vs fp32 on the same rounded inputs)
 CPU_N = 64  # the CPU sanity matmul: milliseconds even without native CPU bf16
 # Timing size: at 256 a matmul is a few microseconds on any GPU and the numbers are

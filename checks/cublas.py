@@ -74,7 +74,7 @@ def _cudnn(torch: Any) -> Dict[str, Any]:
 def _cuda_requirements() -> List[str]:
     """torch's own pins on its CUDA math libraries (pip installs), e.g.
     `nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"` or, from torch 2.11,
-    `cuda-toolkit[cublas,cudart,...]==13.0.2` (GPU-FACTS.md §3a)."""
+    `cuda-toolkit[cublas,cudart,...]==13.0.2` (docs/facts.md §3a)."""
     # conda or a source build: no metadata, no pins
     return [r for r in requires("torch") if "cublas" in r.lower() or "cudnn" in r.lower()]
 

@@ -20,7 +20,7 @@ TORCHVISION_RANGE_PINS: Dict[str, str] = {"0.29.1": ">=2.14.0", "0.29.2": ">=2.1
 # No torchaudio release exists for torch >= 2.12 (PyPI stops at 2.11.0, §3a).
 TORCHAUDIO_UNPINNED = ("2.11.0",)
 
-# xformers -> the torch release its PyPI wheel pins (GPU-FACTS.md §4 "xformers → torch").
+# xformers -> the torch release its PyPI wheel pins (docs/facts.md §4 "xformers → torch").
 XFORMERS_TORCH_PIN: Dict[str, str] = {
     "0.0.16": "1.13.1",
     "0.0.20": "2.0.1", "0.0.21": "2.0.1", "0.0.22": "2.0.1",
@@ -38,7 +38,7 @@ XFORMERS_TORCH_PIN: Dict[str, str] = {
 XFORMERS_RANGE_PINS: Dict[str, str] = {"0.0.35": ">=2.10"}  # first unpinned release (§4)
 XFORMERS_UNPINNED_FROM = ((2, 10, 0), "0.0.35")  # torch >= 2.10 without an exact pin -> 0.0.35
 
-# bitsandbytes: torch requirement of the PyPI wheels (GPU-FACTS.md §4 "bitsandbytes"),
+# bitsandbytes: torch requirement of the PyPI wheels (docs/facts.md §4 "bitsandbytes"),
 # newest first: (first bitsandbytes release of the row, requirement, newest release of the row).
 BITSANDBYTES_RANGES: Tuple[Tuple[str, str, str], ...] = (
     ("0.50.0", ">=2.4,<3", "0.50.2"),

@@ -19,7 +19,7 @@ from envdoctor.probekit.distributions import installed, requires
 from envdoctor.probekit.imports import record_import
 from envdoctor.probekit.text import exception_chain
 
-APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # GPU-FACTS.md §5, compiled modules
+APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # docs/facts.md §5, compiled modules
 # Packages whose import outcomes are recorded here but judged by their own check,
 # so that one broken module is one finding: apex's compiled modules → the `apex` check.
 DEFERRED = ("apex",)

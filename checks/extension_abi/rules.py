@@ -79,7 +79,7 @@ def _install_remedies(facts: Dict[str, Any], env: Environment, ext: Dict[str, An
 
 
 def _flash_attn_wheel(facts: Dict[str, Any], env: Environment, ext: Dict[str, Any]) -> Optional[str]:
-    """The name flash-attn's setup.py looks for on its GitHub release (GPU-FACTS.md §4)."""
+    """The name flash-attn's setup.py looks for on its GitHub release (docs/facts.md §4)."""
     torch = facts.get("torch") or {}
     version = ext.get("version")
     cuda = torch.get("cuda")
