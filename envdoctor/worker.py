@@ -98,19 +98,32 @@ def _emit_system(channel: Channel) -> threading.Thread:
 class _FaultLog:
     """faulthandler writes to a copy of the real stderr, which probes that capture fds 1/2
     (imports of chatty extensions) cannot redirect: a crash's stack always reaches the
-    runner. Inside a step, a hang dumps every thread's stack just before the runner's limit."""
+    runner. A hang inside a step dumps every thread's stack shortly before the runner's
+    limit. Arming the watchdog costs a thread, so it is re-armed only when a quarter of
+    the limit has passed since the last arming, not at every one of ~100 micro-ops: the
+    dump still comes before the runner's deadline (limit since the last event)."""
 
     def __init__(self) -> None:
         self.fd = os.dup(2)
         faulthandler.enable(file=self.fd)
         self.limit_s: Optional[float] = None
+        self._armed_at: Optional[float] = None
+
+    def arm(self) -> None:
+        now = time.monotonic()
+        if self.limit_s and (self._armed_at is None or now - self._armed_at > self.limit_s / 4):
+            faulthandler.dump_traceback_later(max(self.limit_s - 0.5, 0.1), file=self.fd)
+            self._armed_at = now
+
+    def disarm(self) -> None:
+        if self._armed_at is not None:
+            faulthandler.cancel_dump_traceback_later()
+            self._armed_at = None
 
     def emit_through(self, emit: Any) -> Any:
         def emit_step(event: str, **payload: Any) -> None:
-            if event == "step" and self.limit_s:
-                faulthandler.dump_traceback_later(max(self.limit_s - 0.5, 0.1), file=self.fd)
-            elif event == "step_end":
-                faulthandler.cancel_dump_traceback_later()
+            if event == "step":
+                self.arm()
             emit(event, **payload)
 
         return emit_step
@@ -232,7 +245,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             continue
         finally:
             steps.end_check()
-            faulthandler.cancel_dump_traceback_later()
+            faults.disarm()
         channel.emit("result", id=check_id, facts=facts, duration_s=round(time.perf_counter() - start, 4))
     channel.emit("done")
     return 0
