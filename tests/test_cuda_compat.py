@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, load_fixture, run_json
+from conftest import check_of, codes, facts_of, find_python, handwritten, load_fixture, run_json
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks
@@ -449,8 +449,7 @@ def test_end_to_end_cpu_torch_with_a_stub_470_nvidia_smi_uses_the_fallback_query
     assert "GPUs: GPU 0 (Tesla T4, compute capability 7.5)" in cpu[0]["evidence"]  # 7.5 from the name table
 
 
-PYTHON38 = next(iter(sorted(Path("/root/.pyenv/versions").glob("3.8*/bin/python"))), None) \
-    if Path("/root/.pyenv/versions").is_dir() else None
+PYTHON38 = find_python("3.8")
 
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter here")

@@ -6,10 +6,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, find_python
 
 from envdoctor import cuda_tables as ct
 
@@ -395,8 +394,7 @@ def test_requirements_pin_local_versions_and_skip_missing_torchaudio():
 # ---------------------------------------------------------------- Python 3.8, stdlib only
 
 
-PYTHON38 = next((p for p in sorted(Path("/root/.pyenv/versions").glob("3.8*/bin/python")) if p.exists()), None) \
-    if Path("/root/.pyenv/versions").is_dir() else None
+PYTHON38 = find_python("3.8")
 
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter here")
