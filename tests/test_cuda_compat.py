@@ -67,7 +67,7 @@ def test_driver_470_with_a_cu121_build_is_driver_too_old() -> None:
     wheel = remedy(too_old, "torch-wheel-for-driver")
     assert wheel.kind == "pip"
     # same torch release, the cu118 build (11.x runs on 470), torchvision paired because it is installed
-    assert wheel.commands == ("/home/user/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 "
+    assert wheel.commands == ("/home/me/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 "
                               "--index-url https://download.pytorch.org/whl/cu118",)
     assert wheel.action == {"install": ["torch==2.1.2+cu118", "torchvision==0.16.2+cu118"],
                             "index_url": "https://download.pytorch.org/whl/cu118"}
@@ -300,7 +300,7 @@ def test_no_cuda_device_with_a_cuda_build_offers_the_cpu_wheel() -> None:
         "driver from http://www.nvidia.com/Download/index.aspx"))
     finding = one(CHECK.diagnose(facts), "no-cuda-device")
     cpu = remedy(finding, "torch-cpu-wheel")
-    assert cpu.commands == ("/work/main/.venv/bin/python3 -m pip install torch==2.0.1+cpu "
+    assert cpu.commands == ("/home/me/venv/bin/python3 -m pip install torch==2.0.1+cpu "
                             "--index-url https://download.pytorch.org/whl/cpu",)
     assert any("Found no NVIDIA driver on your system" in e for e in finding.evidence)
 
