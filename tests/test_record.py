@@ -26,12 +26,12 @@ def _load() -> ModuleType:
 
 record = _load()
 
-DEV = {  # a development machine: a pyenv Python, a venv inside the checkout, root's home
-    "base_prefix": "/root/.pyenv/versions/3.11.7",
-    "source": "/work/main",
-    "home": "/root",
+DEV = {  # a development machine: a pyenv Python, a checkout in the home directory with its venv inside
+    "base_prefix": "/home/alice/.pyenv/versions/3.11.7",
+    "source": "/home/alice/src/envdoctor",
+    "home": "/home/alice",
     "temp": "/tmp",
-    "tool_prefix": "/work/main/.venv",
+    "tool_prefix": "/home/alice/src/envdoctor/.venv",
 }
 
 
@@ -46,14 +46,14 @@ def _strings(report: Dict[str, Any]) -> list:
 
 def test_every_root_becomes_its_conventional_path_longest_first() -> None:
     report = _report(
-        "/work/main/.venv",
-        "/work/main/.venv/lib/python3.11/site-packages/torch/__init__.py",
-        'Traceback (most recent call last):\n  File "/work/main/envdoctor/worker.py", line 93, in import_torch',
-        "/root/.pyenv/versions/3.11.7/lib/python3.11/importlib/__init__.py:126 in import_module",
-        "/root/.cache/huggingface",
-        "loading /tmp/pytest-of-root/pytest-7/test_abi0/lib/_C.so: libc10_cuda.so: cannot open shared object file",
+        "/home/alice/src/envdoctor/.venv",
+        "/home/alice/src/envdoctor/.venv/lib/python3.11/site-packages/torch/__init__.py",
+        'Traceback (most recent call last):\n  File "/home/alice/src/envdoctor/envdoctor/worker.py", line 93, in import_torch',
+        "/home/alice/.pyenv/versions/3.11.7/lib/python3.11/importlib/__init__.py:126 in import_module",
+        "/home/alice/.cache/huggingface",
+        "loading /tmp/pytest-of-alice/pytest-7/test_abi0/lib/_C.so: libc10_cuda.so: cannot open shared object file",
         "/tmp/tmpva3quqlu/v/bin/python -m pip uninstall -y apex",
-        "PATH=/work/main/.venv/bin:/root/.local/bin:/usr/local/bin",
+        "PATH=/home/alice/src/envdoctor/.venv/bin:/home/alice/.local/bin:/usr/local/bin",
     )
     out = record.normalize(report, **DEV)
     assert out["environment"] == {"prefix": "/home/me/venv", "executable": "/home/me/venv/bin/python3"}
@@ -70,10 +70,10 @@ def test_every_root_becomes_its_conventional_path_longest_first() -> None:
 
 def test_paths_keep_their_relations_to_the_prefix() -> None:
     # the cuBLAS rule: a library under <prefix>/lib/ is the environment's own; site-packages marks a wheel
-    prefix = "/root/miniconda3/envs/sd"
+    prefix = "/home/alice/miniconda3/envs/sd"
     libs = [prefix + "/lib/libcublasLt.so.12", prefix + "/lib/python3.10/site-packages/nvidia/cublas/lib/libcublas.so.12",
-            "/root/miniconda3/lib/libcublas.so.11", "/usr/local/cuda-12.0/lib64/libcublasLt.so.12"]
-    out = record.normalize(_report(prefix, *libs), base_prefix="/root/miniconda3", home="/root")
+            "/home/alice/miniconda3/lib/libcublas.so.11", "/usr/local/cuda-12.0/lib64/libcublasLt.so.12"]
+    out = record.normalize(_report(prefix, *libs), base_prefix="/home/alice/miniconda3", home="/home/alice")
     new_prefix = out["environment"]["prefix"]
     assert new_prefix == "/home/me/venv"
     assert [p.startswith(new_prefix + "/lib/") for p in _strings(out)] == [True, True, False, False]
@@ -82,18 +82,17 @@ def test_paths_keep_their_relations_to_the_prefix() -> None:
 
 
 def test_a_prefix_that_is_no_venv_is_the_system_python() -> None:
-    out = record.normalize(_report("/root/.pyenv/versions/3.8.18", "/root/.pyenv/versions/3.8.18/bin/python"),
-                           base_prefix="/root/.pyenv/versions/3.8.18", home="/root")
+    out = record.normalize(_report("/opt/python/3.8.18", "/opt/python/3.8.18/bin/python"), base_prefix="/opt/python/3.8.18", home="/home/alice")
     assert out["environment"]["prefix"] == "/usr/local" and _strings(out) == ["/usr/local/bin/python"]
 
 
 def test_only_whole_paths_are_rewritten_and_system_locations_never() -> None:
-    strings = ("/var/tmp/x", "/rootfs/etc", "/work/mainline/x", "/usr/local/bin/nvcc", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-               "~/root/x", "file:///root/notes.txt")
-    out = record.normalize(_report("/usr", *strings), base_prefix="/usr", source="/work/main", home="/root", temp="/tmp")
+    strings = ("/var/tmp/x", "/home/alice2/etc", "/srv/envdoctor-old/x", "/usr/local/bin/nvcc", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+               "~/home/alice/x", "file:///home/alice/notes.txt")
+    out = record.normalize(_report("/usr", *strings), base_prefix="/usr", source="/srv/envdoctor", home="/home/alice", temp="/tmp")
     assert out["environment"]["prefix"] == "/usr"
-    assert _strings(out) == ["/var/tmp/x", "/rootfs/etc", "/work/mainline/x", "/usr/local/bin/nvcc",
-                             "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "~/root/x", "file:///home/me/notes.txt"]
+    assert _strings(out) == ["/var/tmp/x", "/home/alice2/etc", "/srv/envdoctor-old/x", "/usr/local/bin/nvcc",
+                             "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "~/home/alice/x", "file:///home/me/notes.txt"]
     assert record.normalize(_report("/x/venv", "/etc/passwd"), home="/")["checks"] == _report("/x/venv", "/etc/passwd")["checks"]
 
 
@@ -104,8 +103,8 @@ def test_another_temporary_root_becomes_tmp() -> None:
 
 
 def test_keys_are_rewritten_in_place_and_the_input_is_left_alone() -> None:
-    report = _report("/work/venvs/a", "x")
-    report["checks"][0]["facts"]["by_path"] = {"/work/venvs/a/lib": 1, "/root/b": 2, "plain": 3}
+    report = _report("/home/alice/venvs/a", "x")
+    report["checks"][0]["facts"]["by_path"] = {"/home/alice/venvs/a/lib": 1, "/home/alice/b": 2, "plain": 3}
     before = copy.deepcopy(report)
     out = record.normalize(report, **DEV)
     assert report == before
@@ -114,21 +113,21 @@ def test_keys_are_rewritten_in_place_and_the_input_is_left_alone() -> None:
 
 
 def test_normalizing_twice_changes_nothing() -> None:
-    once = record.normalize(_report("/tmp/tmpabcdefgh/v", "/tmp/tmpabcdefgh/x", "/root/y", "/work/main/z"), **DEV)
+    once = record.normalize(_report("/tmp/tmpabcdefgh/v", "/tmp/tmpabcdefgh/x", "/home/alice/y", "/home/alice/src/envdoctor/z"), **DEV)
     assert record.normalize(once, **DEV) == once
     for name in ("cpu-torch-2.13.0.json", "impostor-apex-torch-2.13.0.json", "old-companions-on-cpu-torch-2.13.0.json"):
         assert record.normalize(load_fixture(name), **DEV) == load_fixture(name)
 
 
 def test_normalize_mode_rewrites_a_file_in_place_in_the_same_layout(tmp_path: Path) -> None:
-    original = _report("/work/venvs/a", "/work/venvs/a/bin/python · torch 2.13.0", "/root/.cache")
+    original = _report("/home/alice/venvs/a", "/home/alice/venvs/a/bin/python · torch 2.13.0", "/home/alice/.cache")
     text = json.dumps(original, indent=2, ensure_ascii=True) + "\n"  # a report printed to a non-UTF-8 stdout
     path = tmp_path / "r.json"
     path.write_text(text, encoding="utf-8")
-    assert record.main(["--normalize", str(path), "--home", "/root"]) == 0
+    assert record.main(["--normalize", str(path), "--home", "/home/alice"]) == 0
     written = path.read_text(encoding="utf-8")
-    assert "\\u00b7" in written and "/work/" not in written and "/root" not in written
-    assert written == text.replace("/work/venvs/a", "/home/me/venv").replace("/root", "/home/me")
+    assert "\\u00b7" in written and "alice" not in written
+    assert written == text.replace("/home/alice/venvs/a", "/home/me/venv").replace("/home/alice", "/home/me")
 
 
 def test_recording_leaves_none_of_this_machines_paths(tmp_path: Path) -> None:
