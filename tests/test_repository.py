@@ -16,8 +16,6 @@ from conftest import ROOT
 FACTS = ROOT / "docs" / "facts.md"
 THIS = Path(__file__).resolve()
 SOURCE_AREAS = ("envdoctor", "checks", "tests", "benchmarks", "docs", "README.md", "noxfile.py", "pyproject.toml")
-# Recorded data, checked by the fixture tests below with their own patterns.
-FIXTURE_DATA = re.compile(r"^tests/fixtures/.*\.json$")
 # Notes outside the repository and paths of the machine the project was developed on.
 FORBIDDEN = re.compile(r"GPU-FACTS|\bFACTS\.md|/work/|/root/|\.\./shared")
 # `docs/facts.md §4`, a range `§1–§3`, an optional quoted heading: `§5 "Install"`, `§2: "BF16 ..."`.
@@ -44,12 +42,25 @@ def tracked_files(area: str) -> List[Path]:
 
 
 def source_files(area: str) -> List[Path]:
-    return [p for p in tracked_files(area)
-            if p.resolve() != THIS and not FIXTURE_DATA.match(p.relative_to(ROOT).as_posix()) and p.exists()]
+    return [p for p in tracked_files(area) if p.resolve() != THIS and p.exists()]
 
 
 def read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
+    """A file's text; a JSON file's strings, one a line, so that `\\u00a7` reads as §."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if path.suffix == ".json":
+        return "\n".join(_json_strings(json.loads(text)))
+    return text
+
+
+def _json_strings(value: object) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k] + _json_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _json_strings(v)]
+    return []
 
 
 def facts_sections(text: str) -> Dict[str, str]:
@@ -174,6 +185,6 @@ def test_recorded_fixtures_follow_the_path_convention() -> None:
     recorded = [p for p in fixture_files() if "handwritten" not in p.parts]
     assert len(recorded) >= 10
     for path in recorded:
-        environment = json.loads(read(path))["environment"]
+        environment = json.loads(path.read_text(encoding="utf-8"))["environment"]
         assert environment["prefix"] in ("/home/me/venv", "/usr/local"), path.name
         assert environment["executable"].startswith(environment["prefix"] + "/bin/python"), path.name
