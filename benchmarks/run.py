@@ -114,7 +114,7 @@ def main() -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"meta": meta, "pairs": rows, "rss": rss}, indent=2))
     if shutil.which("accelerate"):
-        print("(accelerate is installed: compare `accelerate env` by hand; see FACTS.md for the field.)")
+        print("(accelerate is installed: compare `accelerate env` by hand; see docs/facts.md §7 for the field.)")
     return 0
 
 

@@ -372,7 +372,7 @@ def _wheel_remedy(view: _View, choice: Optional[ct.WheelChoice], summary: str, r
 
 def _driver_remedy(view: _View, need: str, cuda: ct.Cuda) -> Remedy:
     return Remedy(
-        "Upgrade the NVIDIA driver to >= %s, the minimum for torch's CUDA %d.%d build (docs/facts.md §1); any newer "
+        "Upgrade the NVIDIA driver to >= %s, the minimum for torch's CUDA %d.%d build (NVIDIA CUDA Toolkit release notes); any newer "
         "driver works: %s" % (need, cuda[0], cuda[1], DRIVER_DOWNLOAD),
         kind="manual", id="driver-upgrade", action={"driver_min": need},
     )
@@ -443,7 +443,7 @@ def _driver_findings(view: _View, build: ct.Cuda) -> List[Finding]:
             ID, "driver-minor-compat", Severity.WARNING,
             "torch is built for CUDA %s but the driver supports an older CUDA %d.x: it runs through minor-version "
             "compatibility, PTX JIT (torch.compile/Triton, +PTX kernels) may fail" % (t.get("cuda"), build[0]),
-            (view.driver_text(), "CUDA %s wants driver >= %s for every feature (docs/facts.md §1)" % (t.get("cuda"), row)),
+            (view.driver_text(), "CUDA %s wants driver >= %s for every feature (NVIDIA CUDA Toolkit release notes)" % (t.get("cuda"), row)),
             (_driver_remedy(view, row or family or "?", build),),
             subject,
         )]

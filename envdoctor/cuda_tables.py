@@ -2,8 +2,8 @@
 functions that read them (parsers of nvidia-smi, /proc and nvcc output, arch
 coverage, driver compatibility, wheel choice).
 
-Every table is copied from /work/shared/GPU-FACTS.md (the project's sourced
-fact sheet); each one names its section there. Stdlib only and Python 3.8
+Every table is copied from docs/facts.md (the facts with their public sources);
+each one names its section there. Stdlib only and Python 3.8
 syntax: checks import it inside the worker, in foreign interpreters.
 """
 
@@ -20,7 +20,7 @@ DOWNLOAD_INDEX = "https://download.pytorch.org/whl/"
 
 # ---------------------------------------------------------------- §1 driver table
 
-# GPU-FACTS §1 "CUDA toolkit → minimum NVIDIA driver": NVIDIA CUDA Toolkit Release
+# docs/facts.md §1 "CUDA toolkit → minimum NVIDIA driver": NVIDIA CUDA Toolkit Release
 # Notes, Table 3, https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html
 # (release, Linux x86_64 minimum, Windows x86_64 minimum or None, verified at NVIDIA).
 # Rows with verified=False are the "³" rows of §1, seen only in third-party summaries.
@@ -71,7 +71,7 @@ DRIVER_TABLE: Tuple[Tuple[str, str, Optional[str], bool], ...] = (
     ("11.0.2 GA", "450.51.05", "451.48", True),
 )
 
-# GPU-FACTS §1 "Minor version compatibility": a build with any toolkit of a major
+# docs/facts.md §1 "Minor version compatibility": a build with any toolkit of a major
 # family runs (cubin/SASS only, PTX JIT excluded) on a driver at or above the
 # family minimum; there is no compatibility across majors.
 # https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
@@ -86,12 +86,12 @@ FAMILY_MIN_DRIVER: Dict[int, Dict[str, str]] = {
 
 # ---------------------------------------------------------------- §2 GPUs
 
-# GPU-FACTS §2 "Binary compatibility inside torch": a cubin for sm_XY runs on CC X.Z
+# docs/facts.md §2 "Binary compatibility inside torch": a cubin for sm_XY runs on CC X.Z
 # with Z >= Y, except on these Jetson parts, which need their exact cubin
 # (DEVICE_REQUIREMENT in torch v2.14.1 torch/cuda/__init__.py).
 EXACT_ONLY: Tuple[Capability, ...] = ((8, 7), (7, 2), (6, 2), (5, 3))
 
-# GPU-FACTS §2 "GPU → compute capability" (developer.nvidia.com/cuda-gpus and the legacy
+# docs/facts.md §2 "GPU → compute capability" (developer.nvidia.com/cuda-gpus and the legacy
 # list). Only used when nvidia-smi cannot report compute_cap (drivers before ~510 reject
 # the field) and torch cannot see the GPU. Most specific patterns first.
 GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
@@ -115,7 +115,7 @@ GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
 
 # ---------------------------------------------------------------- §3 torch wheels
 
-# GPU-FACTS §3b "Arch list per CUDA variant" (download.pytorch.org wheels, Linux x86_64),
+# docs/facts.md §3b "Arch list per CUDA variant" (download.pytorch.org wheels, Linux x86_64),
 # written the way torch.cuda.get_arch_list() prints them.
 ARCH_CU117 = ("sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86")  # 1.13, 2.0
 ARCH_CU118_20 = ARCH_CU117 + ("sm_90",)  # cu118 2.0
@@ -139,8 +139,8 @@ TAG_CUDA: Dict[str, Cuda] = {
 
 
 # torchvision / torchaudio: the `Requires-Dist: torch==...` pin of each PyPI wheel
-# (GPU-FACTS.md §3a "torchvision"/"torchaudio" columns and §4 "torchvision /
-# torchaudio"); 0.27.0/0.27.1/0.29.2 re-read here from their PyPI metadata.
+# (docs/facts.md §3a "torchvision"/"torchaudio" columns and §4 "torchvision /
+# torchaudio"; 0.27.0 -> torch==2.12.0, 0.27.1 -> torch==2.12.1).
 # torch release -> the companion release built for it.
 TORCHVISION_FOR_TORCH: Dict[str, str] = {
     "1.13.0": "0.14.0", "1.13.1": "0.14.1",
@@ -178,7 +178,7 @@ TORCHAUDIO_FOR_TORCH: Dict[str, str] = {
 
 
 class TorchRelease(NamedTuple):
-    """One torch release as download.pytorch.org serves it (GPU-FACTS §3a/§3c)."""
+    """One torch release as download.pytorch.org serves it (docs/facts.md §3a/§3c)."""
 
     version: str
     python_min: Tuple[int, int]
@@ -189,10 +189,10 @@ class TorchRelease(NamedTuple):
     aarch64_tags: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
-# GPU-FACTS §3a (release matrix: Python range, stable + experimental CUDA builds,
+# docs/facts.md §3a (release matrix: Python range, stable + experimental CUDA builds,
 # torchvision/torchaudio pins) and §3b (arch lists), newest first. Patch versions are the
 # last patch of each minor that §3a/§4 name (torchvision 0.24.1 → torch 2.9.1, torch
-# 2.14.1 read from the wheel); 2.12.0 is assumed (§3a names "0.27.x" only). Python
+# 2.14.1 read from the wheel), except 2.12.0 (chosen before 0.27.1 → torch 2.12.1 was read). Python
 # ranges include the experimental column, which shipped wheels. torch 1.13 (local
 # versions with --extra-index-url) and 2.15 (not covered by §3) are left out.
 def _pins(torch_version: str) -> Tuple[Optional[str], Optional[str]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +63,33 @@ def env_for(facts: Dict[str, Any]) -> Environment:
 def judge(check: Check, facts: Dict[str, Any], env: Optional[Environment] = None) -> List[Finding]:
     """A check's rules on a snapshot, as the engine calls them."""
     return check.judge(facts, env or env_for(facts))
+
+
+def find_python(version: str) -> Optional[Path]:
+    """Another CPython for the cross-version tests ("3.8", "2.7"), or None when there is none:
+    $ENVDOCTOR_TEST_PYTHON<major><minor> (e.g. ENVDOCTOR_TEST_PYTHON38), `pythonX.Y` on PATH,
+    or the newest pyenv install of that version ($PYENV_ROOT, default ~/.pyenv). A candidate
+    counts only if it runs and reports that version (a pyenv shim may do neither)."""
+    candidates: List[Path] = []
+    given = os.environ.get("ENVDOCTOR_TEST_PYTHON" + version.replace(".", ""))
+    if given:
+        candidates.append(Path(given))
+    on_path = shutil.which("python" + version)
+    if on_path:
+        candidates.append(Path(on_path))
+    versions = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if versions.is_dir():
+        installs = [p for p in versions.glob(version + ".*/bin/python") if p.exists()]
+        candidates += sorted(installs, key=lambda p: [int(n) for n in re.findall(r"\d+", p.parent.parent.name)], reverse=True)
+    for python in candidates:
+        try:
+            out = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode == 0 and out.stdout.strip() == version:
+            return python
+    return None
 
 
 def torch_has_cuda() -> bool:

@@ -212,7 +212,7 @@ def test_seed_002_fused_rmsnorm_dtype_mix_on_a100_with_t5_routed() -> None:
         ({"version": None, "found": False}, False),
         ({"version": "5.8.0", "found": True, "location": "/t", "models": {
             "t5": {"file": "/t/models/t5/modeling_t5.py", "swap": False}}}, False),
-        ({"version": "4.30.0", "found": True, "location": "/t", "models": {}}, True),  # no source: GPU-FACTS §5 table
+        ({"version": "4.30.0", "found": True, "location": "/t", "models": {}}, True),  # no source: docs/facts.md §5 table
         ({"version": "4.16.2", "found": True, "location": "/t", "models": {}}, False),
     ],
 )

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json
+from conftest import check_of, codes, facts_of, find_python, handwritten, judge, load_fixture, run_json
 
 from envdoctor.model import Severity
 from envdoctor.registry import load_checks
@@ -27,7 +27,7 @@ from envdoctor.registry import load_checks
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["cuda-compat"]
 REAL = load_fixture("cpu-cuda-compat.json")
 
-# torch's message for an old driver, as users report it (https://github.com/weaviate/Verba/issues/72; GPU-FACTS §6)
+# torch's message for an old driver, as users report it (https://github.com/weaviate/Verba/issues/72; docs/facts.md §6)
 TOO_OLD_WARNING = (
     "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). Please "
     "update your GPU driver by downloading and installing a new version from the URL: "
@@ -62,12 +62,12 @@ def test_driver_470_with_a_cu121_build_is_driver_too_old() -> None:
     assert TOO_OLD_WARNING in too_old.evidence
     assert "driver 470.223.02 (nvidia-smi, supports CUDA <= 11.4); CUDA driver API 11.4 (cuDriverGetVersion)" in too_old.evidence
     driver = remedy(too_old, "driver-upgrade")
-    assert driver.action == {"driver_min": "530.30.02"}  # CUDA 12.1 row of GPU-FACTS §1
+    assert driver.action == {"driver_min": "530.30.02"}  # CUDA 12.1 row of docs/facts.md §1
     assert "530.30.02" in driver.summary
     wheel = remedy(too_old, "torch-wheel-for-driver")
     assert wheel.kind == "pip"
     # same torch release, the cu118 build (11.x runs on 470), torchvision paired because it is installed
-    assert wheel.commands == ("/home/user/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 "
+    assert wheel.commands == ("/home/me/venv/bin/python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 "
                               "--index-url https://download.pytorch.org/whl/cu118",)
     assert wheel.action == {"install": ["torch==2.1.2+cu118", "torchvision==0.16.2+cu118"],
                             "index_url": "https://download.pytorch.org/whl/cu118"}
@@ -115,7 +115,7 @@ def test_v100_on_torch_2_11_cu130_has_no_kernel_image() -> None:
     assert any("no kernel image is available for execution on the device" in e for e in nki.evidence)
     assert any("_check_cubins() warning compares only the major version" in e for e in nki.evidence)
     wheel = remedy(nki, "torch-wheel-for-gpu")
-    # the same release from an index that carries sm_70 (cu128 keeps Volta up to 2.11, GPU-FACTS §3b)
+    # the same release from an index that carries sm_70 (cu128 keeps Volta up to 2.11, docs/facts.md §3b)
     assert wheel.commands == ("/opt/conda/bin/python -m pip install torch==2.11.0+cu128 "
                               "--index-url https://download.pytorch.org/whl/cu128",)
     assert "sm_70" in wheel.summary
@@ -300,12 +300,12 @@ def test_no_cuda_device_with_a_cuda_build_offers_the_cpu_wheel() -> None:
         "driver from http://www.nvidia.com/Download/index.aspx"))
     finding = one(judge(CHECK, facts), "no-cuda-device")
     cpu = remedy(finding, "torch-cpu-wheel")
-    assert cpu.commands == ("/work/main/.venv/bin/python3 -m pip install torch==2.0.1+cpu "
+    assert cpu.commands == ("/home/me/venv/bin/python3 -m pip install torch==2.0.1+cpu "
                             "--index-url https://download.pytorch.org/whl/cpu",)
     assert any("Found no NVIDIA driver on your system" in e for e in finding.evidence)
 
 
-# ---------------------------------------------------------------- signatures (real messages, GPU-FACTS §6)
+# ---------------------------------------------------------------- signatures (real messages, docs/facts.md §6)
 
 
 def signature_codes(text: str) -> List[str]:
@@ -345,7 +345,7 @@ def test_signatures_do_not_match_unrelated_errors() -> None:
 
 def _require_the_pinned_cpu_torch(check: Dict[str, Any]) -> None:
     torch = check["facts"]["torch"] or {}
-    if torch.get("version") != "2.13.0+cpu":  # the remedies below are computed for this wheel (FACTS.md)
+    if torch.get("version") != "2.13.0+cpu":  # the remedies below are computed for this wheel (the torch pinned in noxfile.py)
         pytest.skip("these expectations are for the pinned torch 2.13.0 CPU wheel, not %s" % torch.get("version"))
 
 
@@ -449,8 +449,7 @@ def test_end_to_end_cpu_torch_with_a_stub_470_nvidia_smi_uses_the_fallback_query
     assert "GPUs: GPU 0 (Tesla T4, compute capability 7.5)" in cpu[0]["evidence"]  # 7.5 from the name table
 
 
-PYTHON38 = next(iter(sorted(Path("/root/.pyenv/versions").glob("3.8*/bin/python"))), None) \
-    if Path("/root/.pyenv/versions").is_dir() else None
+PYTHON38 = find_python("3.8")
 
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter here")

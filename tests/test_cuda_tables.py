@@ -1,4 +1,4 @@
-"""envdoctor/cuda_tables.py: lookups checked against rows of /work/shared/GPU-FACTS.md,
+"""envdoctor/cuda_tables.py: lookups checked against rows of docs/facts.md,
 parsers checked on real outputs of nvidia-smi, /proc/driver/nvidia/version and nvcc."""
 
 from __future__ import annotations
@@ -6,10 +6,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, find_python
 
 from envdoctor import cuda_tables as ct
 
@@ -181,7 +180,7 @@ def test_parse_proc_driver_version(text, version):
     assert ct.parse_proc_driver_version(text) == version
 
 
-# nvcc --version on the development machine (FACTS.md: nvcc 13.0 is present)
+# nvcc --version of the CUDA 13.0 toolkit
 NVCC_13_0 = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation
 Built on Wed_Aug_20_01:58:59_PM_PDT_2025
@@ -236,7 +235,7 @@ def test_capability_from_name_follows_gpu_facts_table_2(name, cap):
 
 
 def test_arch_coverage_binary_compatibility():
-    # L4 (8.9) runs sm_86 code; H100 (9.0) cannot run any sm_8x code (GPU-FACTS §2)
+    # L4 (8.9) runs sm_86 code; H100 (9.0) cannot run any sm_8x code (docs/facts.md §2)
     assert ct.arch_coverage(["sm_80", "sm_86"], (8, 9)) == ("native", "sm_86")
     assert ct.arch_coverage(["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"], (9, 0)) is None
     assert ct.arch_coverage(ct.ARCH_CU12_OLD, (9, 0)) == ("native", "sm_90")
@@ -395,8 +394,7 @@ def test_requirements_pin_local_versions_and_skip_missing_torchaudio():
 # ---------------------------------------------------------------- Python 3.8, stdlib only
 
 
-PYTHON38 = next((p for p in sorted(Path("/root/.pyenv/versions").glob("3.8*/bin/python")) if p.exists()), None) \
-    if Path("/root/.pyenv/versions").is_dir() else None
+PYTHON38 = find_python("3.8")
 
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter here")

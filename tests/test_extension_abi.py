@@ -272,7 +272,7 @@ def test_every_install_command_keeps_torch_pinned(facts: Dict[str, Any]) -> None
 
 
 def test_tables_agree_with_each_other() -> None:
-    # every torchvision pair pins the torch it is paired with (GPU-FACTS.md §3a)
+    # every torchvision pair pins the torch it is paired with (docs/facts.md §3a)
     for torch_release, tv in TORCHVISION_FOR_TORCH.items():
         expected, _ = PAIRING.expected_torch({"name": "torchvision", "version": tv, "requires_torch": []})
         assert versions.satisfies(torch_release, expected), (torch_release, tv, expected)
@@ -474,7 +474,7 @@ def test_real_xformers_built_for_torch_2_9_1(venv: Path) -> None:
 
 @pytest.mark.slow
 def test_real_pypi_apex_impostor_is_left_to_the_apex_check(venv: Path) -> None:
-    swap(venv, "apex")  # --no-deps: the web toolkit 0.9.10.dev0 (FACTS.md "apex")
+    swap(venv, "apex")  # --no-deps: the web toolkit 0.9.10.dev0 (docs/facts.md §7 "apex")
     try:
         check = check_of(check_venv(venv), ID)
     finally:

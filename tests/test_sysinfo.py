@@ -24,7 +24,7 @@ from envdoctor.model import Report, report_from_dict
 from envdoctor.report import render_markdown
 
 NOT_COLLECTED = {"Could not collect", "N/A", "None", "-", ""}
-PYTHON_38 = Path("/root/.pyenv/versions/3.8.18/bin/python")
+PYTHON_38 = find_python("3.8")
 
 
 class CollectEnv:
@@ -371,7 +371,7 @@ def test_torch_runtime_of_a_broken_torch_never_raises() -> None:
     assert sysinfo.torch_runtime(None)["errors"]["version"].startswith("AttributeError")
 
 
-@pytest.mark.skipif(not PYTHON_38.exists(), reason="no Python 3.8 here")
+@pytest.mark.skipif(PYTHON_38 is None, reason="no Python 3.8 here")
 def test_collect_system_runs_on_python_3_8() -> None:
     code = "import json; from envdoctor import sysinfo; print(json.dumps(sysinfo.collect_system()))"
     proc = subprocess.run([str(PYTHON_38), "-I", "-c", "import sys; sys.path.insert(0, %r); %s" % (str(ROOT), code)],
