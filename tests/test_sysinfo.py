@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from conftest import ROOT, load_fixture, run_envdoctor
+from conftest import ROOT, find_python, load_fixture, run_envdoctor
 
 from envdoctor import sysinfo
 from envdoctor.model import Report, report_from_dict
