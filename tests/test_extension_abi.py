@@ -433,7 +433,7 @@ def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
     assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None
     assert [(e["name"], e["version"]) for e in check["facts"]["extensions"]] == [("torchvision", "0.28.0")]
     assert finding["remedies"][0]["commands"] == [
-        "%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (check["facts"]["python"], CPU_INDEX)]
+        "%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (report["environment"]["executable"], CPU_INDEX)]
     # the recorded snapshot shows the same thing
     recorded = check_of(TV028, ID)["findings"][0]
     assert (recorded["code"], recorded["title"]) == (finding["code"], finding["title"])

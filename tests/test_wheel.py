@@ -30,8 +30,9 @@ def test_wheel_contents(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.startswith("checks/")], "a top-level checks package would shadow others"
     assert "envdoctor/checks/__init__.py" in names
-    builtin = sorted(p.name for p in (ROOT / "checks").glob("*.py"))
-    assert sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("envdoctor/checks/")) == builtin
+    builtin = sorted(p.relative_to(ROOT / "checks").as_posix() for p in (ROOT / "checks").rglob("*.py"))  # check packages too
+    assert sorted(n[len("envdoctor/checks/"):] for n in names if n.startswith("envdoctor/checks/")) == builtin
+    assert "envdoctor/probekit/steps.py" in names
     assert "envdoctor/worker.py" in names
     top_levels = {n.split("/")[0] for n in names}
     assert top_levels == {"envdoctor", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
