@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.commands import config_remedy, env_remedy, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
 from envdoctor.probekit.distributions import requires
-from envdoctor.probekit.gpus import capability_tuple, cuda_devices, device_index, identity
+from envdoctor.probekit.gpus import capability_tuple, cuda_devices, device_index, identity, visible_devices_value
 from envdoctor.probekit.ops import attempt, randn, run_op, seeded_generator
 from envdoctor.probekit.steps import step
 from envdoctor.probekit.text import dedupe, error_text, short_dtype
@@ -320,12 +320,7 @@ def _visible_indices(facts: Dict[str, Any], healthy: List[Dict[str, Any]]) -> Op
     if not healthy:
         return None
     current = (facts.get("env") or {}).get("CUDA_VISIBLE_DEVICES")
-    mapping = [s.strip() for s in current.split(",")] if current else None
-    ids = []
-    for dev in healthy:
-        idx = int(dev.get("index", 0))
-        ids.append(mapping[idx] if mapping and idx < len(mapping) else str(idx))
-    return ",".join(ids)
+    return visible_devices_value(current, [int(dev.get("index", 0)) for dev in healthy])
 
 
 def _memory_remedies(facts: Dict[str, Any], dev: Dict[str, Any], others: List[Dict[str, Any]]) -> Tuple[Remedy, ...]:

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor import cuda_tables as ct
 from envdoctor.commands import config_remedy, env_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
-from envdoctor.probekit.gpus import cuda_devices, device_index, identity
+from envdoctor.probekit.gpus import cuda_devices, device_index, identity, visible_devices_value
 from envdoctor.probekit.ops import attempt
 from envdoctor.probekit.steps import StepLost, step
 from envdoctor.probekit.text import dedupe, error_text, exception_text
@@ -465,12 +465,7 @@ def _visible_value(facts: Dict[str, Any], roomy: List[Dict[str, Any]]) -> Option
     if not roomy:
         return None
     current = (facts.get("env") or {}).get("CUDA_VISIBLE_DEVICES")
-    mapping = [s.strip() for s in current.split(",")] if current else None
-    ids = []
-    for dev in roomy:
-        idx = int(dev.get("index", 0))
-        ids.append(mapping[idx] if mapping and idx < len(mapping) else str(idx))
-    return ",".join(ids)
+    return visible_devices_value(current, [int(dev.get("index", 0)) for dev in roomy])
 
 
 def _alloc_conf_remedy(facts: Dict[str, Any], env: Environment) -> Optional[Remedy]:

@@ -121,19 +121,10 @@ def run_check(request: CheckRequest, on_event: Optional[EventCallback] = None) -
 
 
 def target_environment(run: RunResult, python: str) -> Environment:
-    """What the rules know of the target, from the worker's hello and torch import."""
-    hello = run.hello
-    return Environment(
-        python=hello.get("executable") or python,
-        python_version=hello.get("python"),
-        implementation=hello.get("implementation"),
-        platform=hello.get("platform"),
-        sys_platform=hello.get("sys_platform"),
-        machine=hello.get("machine"),
-        prefix=hello.get("prefix"),
-        torch=run.torch_import.get("version") if run.torch_import.get("ok") else None,
-        torch_import=dict(run.torch_import),
-    )
+    """What the rules know of the target, from the worker's hello and torch import (the
+    hello's keys are the report environment's)."""
+    version = run.torch_import.get("version") if run.torch_import.get("ok") else None
+    return Environment.from_report(dict(run.hello, target_python=python, torch=version, torch_import=run.torch_import))
 
 
 def judge(loaded: LoadedCheck, outcome: Optional[Outcome], env: Environment) -> CheckResult:

@@ -5,7 +5,7 @@ Stdlib only, Python 3.8+; torch is passed in.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.cuda_tables import parse_capability as capability_tuple  # (8, 0) from '8.0' or [8, 0]
 from envdoctor.model import ProbeContext
@@ -38,4 +38,11 @@ def cuda_devices(torch: Any, ctx: ProbeContext) -> List[str]:
     return [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
 
 
-__all__ = ["capability_tuple", "cuda_devices", "device_index", "identity"]
+def visible_devices_value(current: Optional[str], indices: Sequence[int]) -> str:
+    """The CUDA_VISIBLE_DEVICES value that keeps exactly these torch device indices: the
+    physical ids when the variable already remaps them ("2,3" with index 1 -> "3")."""
+    mapping = [s.strip() for s in current.split(",")] if current else None
+    return ",".join(mapping[i] if mapping and i < len(mapping) else str(i) for i in indices)
+
+
+__all__ = ["capability_tuple", "cuda_devices", "device_index", "identity", "visible_devices_value"]
