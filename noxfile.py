@@ -1,14 +1,35 @@
-"""Sessions: `nox -s lint tests` is the test command (README, .ci/run)."""
+"""Sessions: `nox -s lint tests minimums` is the test command (README, .ci/run)."""
 
 from __future__ import annotations
 
-import nox
+import re
+from pathlib import Path
 
-nox.options.sessions = ["lint", "tests"]
+import nox
+import tomllib
+
+nox.options.sessions = ["lint", "tests", "minimums"]
 nox.options.error_on_missing_interpreters = True
 
 # The CPU wheel: any looser pin pulls the newest release with GBs of CUDA packages.
 TORCH = "torch==2.13.0"
+# Lower bounds our dependencies admit for what they depend on: typer 0.17.0 takes click>=8.0.0.
+INDIRECT_MINIMUMS = ("click==8.0.0",)
+# The end-to-end CLI tests (every option, bad input, each output format) and the rules'
+# version arithmetic on packaging.
+CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py")
+
+
+def lowest_requirements() -> list[str]:
+    """`name==lower` for every `name>=lower` dependency in pyproject.toml (read, not copied)."""
+    project = tomllib.loads(Path("pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = []
+    for requirement in project["dependencies"]:
+        match = re.match(r"^\s*([A-Za-z0-9._-]+)\s*>=\s*([^,;\s]+)", requirement)
+        if not match:
+            raise ValueError("no lower bound in %r: every dependency must declare its true minimum" % requirement)
+        pins.append("%s==%s" % match.groups())
+    return pins
 
 
 @nox.session
@@ -20,8 +41,20 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def minimums(session: nox.Session) -> None:
+    """The lowest version of every dependency pyproject.toml admits, and the CLI end to end on them."""
+    pins = lowest_requirements() + list(INDIRECT_MINIMUMS)
+    session.install(TORCH, "numpy", "pytest", *pins)
+    session.install("--no-deps", "-e", ".")
+    check = "import importlib.metadata as m; wanted = %r; got = {n: m.version(n) for n in wanted}; " \
+            "assert got == wanted, got; print('minimums:', got)" % {p.split("==")[0]: p.split("==")[1] for p in pins}
+    session.run("python", "-c", check)
+    session.run("pytest", *CLI_TESTS, *session.posargs)
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
-    session.install("ruff", "mypy", "typer", "rich", "packaging", "pip-api", "nox", "pytest")
+    session.install("ruff", "mypy", "typer", "rich", "packaging", "nox", "pytest")
     session.run("ruff", "check", ".")
     session.run("mypy")

@@ -9,8 +9,6 @@ import sys
 from typing import List, Optional
 
 import typer
-from typer import exceptions as typer_exceptions
-from typer._click import exceptions as click_exceptions
 
 from envdoctor import __version__
 
@@ -121,6 +119,13 @@ def _list(plugins: bool) -> int:
     return 0
 
 
+def _click_error(exc: BaseException) -> bool:
+    """click's ClickException (a usage error, a bad parameter). typer depends on click up to
+    0.2x and vendors it as the private typer._click later: its classes are recognised by
+    their interface, so that every typer release pyproject admits works."""
+    return callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
         # a console that cannot encode "→" gets an escape, never a UnicodeEncodeError
@@ -128,15 +133,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     command = typer.main.get_command(app)
     try:
         result = command.main(args=argv, prog_name="envdoctor", standalone_mode=False)
-    except click_exceptions.NoArgsIsHelpError as exc:
-        print(exc.format_message())
-        return 0
-    except click_exceptions.UsageError as exc:
-        print("envdoctor: error: %s" % exc.format_message(), file=sys.stderr)
-        return 2
-    except typer_exceptions.Exit as exc:
-        return int(exc.exit_code or 0)
-    except typer_exceptions.Abort:
+    except typer.Exit as exc:  # public in every typer release
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except typer.Abort:
         return 130
     except CliError as exc:
         print("envdoctor: error: %s" % exc, file=sys.stderr)
@@ -144,6 +143,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("envdoctor: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # click >= 8.2: `envdoctor` alone prints the help
+            print(exc.format_message())  # type: ignore[attr-defined]
+            return 0
+        if _click_error(exc):
+            print("envdoctor: error: %s" % exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
+            return 2
+        raise
     return result if isinstance(result, int) else 0
 
 

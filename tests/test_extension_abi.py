@@ -285,15 +285,6 @@ def test_tables_agree_with_each_other() -> None:
     assert PAIRING.paired_version({"torch": {"version": "2.1.2"}}, {"name": "bitsandbytes"}) == "0.45.5"
 
 
-@pytest.mark.parametrize(("version", "spec", "expected"), [
-    ("2.13.0+cpu", "==2.13.0", True), ("2.13.0", "==2.12.0", False), ("2.13.0", ">=2.4,<3", True),
-    ("3.0.0", ">=2.4,<3", False), ("2.10.1", "==2.10.*", True), ("2.4.0a0+f70bd71a48.nv24.06", ">=2.4", True),
-    ("0.0.28.post3", "==0.0.28.post2", False), ("2.3.1", "~=2.3.0", True), ("2.4.0", "~=2.3.0", False), ("x", "==1", None),
-])
-def test_specifier(version: str, spec: str, expected: Any) -> None:
-    assert versions.satisfies(version, spec) is expected
-
-
 def test_signatures_match_the_real_messages() -> None:
     texts = {
         "torchvision": "RuntimeError: " + NMS,
