@@ -311,7 +311,10 @@ def summarize(facts: Dict[str, Any]) -> str:
     parts = []
     for ext in extensions:
         mine = [o for o in ops if o.get("package") == ext.get("name")]
-        if any(not o.get("ok") for o in mine):
+        lost = next((o.get("lost") for o in mine if o.get("lost")), None)
+        if lost:
+            state = "import crashed the interpreter" if lost == "crashed" else "import hangs"
+        elif any(not o.get("ok") for o in mine):
             state = "import fails"
         elif any(_load_warned(o) for o in mine):
             state = "C++ part not loaded"
