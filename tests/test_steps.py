@@ -116,3 +116,17 @@ def test_the_users_timeout_overrides_a_checks_declared_budget() -> None:
     defaults = Runner("python", Path("."), Path("."))
     assert defaults._limit({"id": "extension-abi", "timeout_s": 180}) == 180
     assert defaults._limit({"id": "fp8"}) == DEFAULT_TIMEOUT_S
+
+
+def test_a_check_whose_every_step_crashes_is_given_up_after_a_few() -> None:
+    from envdoctor.runner import MAX_LOST_STEPS
+
+    proc = run_envdoctor("check", "--json", "--only", "test-every-step-crashes",
+                         env={"ENVDOCTOR_CHECKS_PATH": str(PLUGINS / "every_step_crashes_check.py")})
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    check = check_of(report, "test-every-step-crashes")
+    assert check["status"] == "crashed" and check["summary"] == "crashed: SIGABRT"
+    titles = [f["title"] for f in check["findings"] if f["code"] == "step-crashed"]
+    assert titles == ["fragile call %d crashed the interpreter (SIGABRT)" % n for n in range(MAX_LOST_STEPS + 1)]
+    assert report["environment"]["worker_restarts"] == MAX_LOST_STEPS  # none after the last crash: nothing is left to run
