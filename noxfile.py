@@ -13,7 +13,7 @@ nox.options.error_on_missing_interpreters = True
 
 # The CPU wheel: any looser pin pulls the newest release with GBs of CUDA packages.
 TORCH = "torch==2.13.0"
-# Lower bounds our dependencies admit for what they depend on: typer 0.17.0 takes click>=8.0.0.
+# Lower bounds our dependencies admit for what they depend on: typer 0.21.1 takes click>=8.0.0.
 INDIRECT_MINIMUMS = ("click==8.0.0",)
 # The end-to-end CLI tests (every option, bad input, each output format) and the rules'
 # version arithmetic on packaging.

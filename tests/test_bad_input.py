@@ -21,7 +21,7 @@ from conftest import run_envdoctor
         (["check", "--timeout", "soon"], "Invalid value for '--timeout'"),
         (["check", "--device", "tpu"], "unknown device 'tpu'"),
         (["check", "--json", "--markdown"], "--json and --markdown cannot be combined"),
-        (["check", "--no-such-option"], "No such option: --no-such-option"),
+        (["check", "--no-such-option"], "No such option"),  # click 8.4 words it "No such option '--x'."
         (["no-such-command"], "No such command 'no-such-command'"),
     ],
 )
@@ -29,6 +29,7 @@ def test_bad_input_is_one_line_and_exit_2(args: list, expected: str) -> None:
     proc = run_envdoctor(*args)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert expected in proc.stderr
+    assert proc.stderr.startswith("envdoctor: error: "), proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""

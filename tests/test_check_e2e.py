@@ -150,7 +150,7 @@ def test_python_api_returns_a_report() -> None:
 
 def test_help_and_version_do_not_import_torch_or_rich() -> None:
     for args in (["--version"], ["--help"], ["check", "--help"]):
-        # (typer before 0.17 imported rich's tables with `import typer`: hence typer>=0.17.0)
+        # (typer before 0.17 imported rich's tables with `import typer`, and up to 0.21.0 for shown defaults: typer>=0.21.1)
         code = (
             "import sys\n"
             "from envdoctor.cli import main\n"
