@@ -15,9 +15,9 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.model import Environment, Remedy
+from envdoctor.versions import requirement_name
 
 _SAFE = re.compile(r"^[A-Za-z0-9/._+:=,@%-]+$")
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def quote(word: str) -> str:
@@ -39,12 +39,6 @@ def pip_command(python: Optional[str], *args: str) -> str:
     """
     words = [a if '"' in a else quote(a) for a in args]
     return " ".join([quote(python or "python"), "-m", "pip", *words])
-
-
-def requirement_name(requirement: str) -> str:
-    """'torchvision' from 'torchvision==0.28.0+cpu' (normalised: lower case, '-')."""
-    match = _NAME.match(requirement)
-    return re.sub(r"[-_.]+", "-", match.group(1)).lower() if match else requirement.strip().lower()
 
 
 def torch_pin(env: Environment) -> Optional[str]:

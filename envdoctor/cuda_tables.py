@@ -488,9 +488,6 @@ class WheelChoice(NamedTuple):
             reqs.append("torchaudio==%s+%s" % (self.torchaudio, self.tag))
         return reqs
 
-    def pip_args(self, torchvision: bool = False, torchaudio: bool = False) -> List[str]:
-        return ["install", *self.requirements(torchvision, torchaudio), "--index-url", self.index_url]
-
 
 def release_key(version: Optional[str]) -> Optional[Tuple[int, int]]:
     m = re.match(r"^(\d+)\.(\d+)", version or "")

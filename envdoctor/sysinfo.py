@@ -305,13 +305,11 @@ def _memory() -> Optional[Dict[str, Any]]:
 
 
 def _nvidia_driver() -> Optional[str]:
-    """'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  ...' or the open module's
-    'NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build ...'."""
-    for line in (_read(NVIDIA_VERSION, 4096) or "").splitlines():
-        match = re.search(r"^NVRM version:.*?Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)\b", line)
-        if match:
-            return match.group(1)
-    return None
+    """The kernel module's version line, read with the parser cuda-compat uses (imported
+    here, in the facts thread, so the worker's start before `import torch` stays short)."""
+    from envdoctor.cuda_tables import parse_proc_driver_version
+
+    return parse_proc_driver_version(_read(NVIDIA_VERSION, 4096))
 
 
 def _packages(errors: Dict[str, str]) -> Dict[str, Optional[str]]:

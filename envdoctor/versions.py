@@ -93,10 +93,12 @@ def requirement_specifier(lines: Sequence[str], names: Sequence[str]) -> Optiona
 
 
 def requirement_name(line: str) -> Optional[str]:
-    """The distribution a Requires-Dist line names ('pytorch-triton' from 'pytorch-triton==3.5.1')."""
+    """The distribution a requirement names, normalised ('flash-attn' from 'flash_attn==2.7.4',
+    'pytorch-triton' from a Requires-Dist line); None for what is not a requirement (a URL)."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
 
     try:
-        return Requirement(line).name
+        return str(canonicalize_name(Requirement(line).name))
     except InvalidRequirement:
         return None

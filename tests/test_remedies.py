@@ -11,9 +11,10 @@ from typing import Iterator, Tuple
 import pytest
 from conftest import FIXTURES, env_for, env_of
 
-from envdoctor.commands import commands_for, requirement_name
+from envdoctor.commands import commands_for
 from envdoctor.model import ACTION_KEYS, Environment, Finding
 from envdoctor.registry import load_checks
+from envdoctor.versions import requirement_name
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 PREFIXES = sorted(CHECKS, key=len, reverse=True) + ["bf16"]
