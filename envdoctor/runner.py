@@ -324,10 +324,11 @@ class Runner:
     def _lose_step(self, check_id: str, step: Dict[str, Any], state: str, how: str, detail: str) -> bool:
         """Record the step that killed or hung the worker; True when the check should resume past it."""
         lost = self._lost.setdefault(check_id, {})
+        again = step["key"] in lost  # the worker did not skip it: resuming would loop forever
         error = "crashed the interpreter (%s)" % how if state == "crashed" else "did not return within %s s" % how
         lost[step["key"]] = {"key": step["key"], "what": step.get("what"), "subject": step.get("subject") or {},
                              "state": state, "error": error, "detail": detail}
-        return len(lost) <= MAX_LOST_STEPS
+        return not again and len(lost) <= MAX_LOST_STEPS
 
     def _drain(
         self,
