@@ -1,0 +1,84 @@
+"""Which parser and which tool a config file is: from its content, the extension only
+ordering the guesses (accelerate writes JSON into `default_config.yaml`)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import List, Optional, Tuple
+
+from envdoctor.configs.document import ConfigError, Document, read_text
+from envdoctor.configs.intent import ConfigSource, Intent, merge
+from envdoctor.configs.reading import Format
+
+# syntax -> module with `parse(file, text) -> Document` (raises ConfigError)
+PARSERS = {
+    "json": "envdoctor.configs.parse_json",
+    "yaml": "envdoctor.configs.parse_yaml",
+    "toml": "envdoctor.configs.parse_toml",
+    "shell": "envdoctor.configs.parse_shell",
+}
+# modules with `FORMATS: Tuple[Format, ...]`
+FORMAT_MODULES = (
+    "envdoctor.configs.onetrainer",
+    "envdoctor.configs.kohya",
+    "envdoctor.configs.accelerate",
+    "envdoctor.configs.autotrain",
+    "envdoctor.configs.axolotl",
+    "envdoctor.configs.launch",
+)
+_BY_EXTENSION = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sh": "shell", ".bash": "shell", ".txt": "shell"}
+
+
+def formats() -> List[Format]:
+    return [f for name in FORMAT_MODULES for f in importlib.import_module(name).FORMATS]
+
+
+def syntax_order(path: str, text: str) -> List[str]:
+    """The parsers to try, most likely first."""
+    head = text.lstrip("\ufeff \t\r\n")[:1]
+    guesses: List[str] = []
+    if head in "{[":
+        guesses.append("json")
+    by_ext = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
+    if by_ext:
+        guesses.append(by_ext)
+    if _looks_like_launch_line(text):
+        guesses.append("shell")
+    guesses += ["yaml", "toml", "json"]
+    return list(dict.fromkeys(guesses))
+
+
+def _looks_like_launch_line(text: str) -> bool:
+    words = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("#")).split()
+    return any(w in ("accelerate", "torchrun", "python", "python3", "autotrain") or w.endswith(".py") for w in words[:3])
+
+
+def recognise(doc: Document) -> Tuple[int, Optional[Format]]:
+    scored = [(f.recognise(doc), f) for f in formats() if doc.syntax in f.syntaxes]
+    best = max(scored, key=lambda item: item[0], default=(0, None))
+    return best if best[0] > 0 else (0, None)
+
+
+def read_config(path: str) -> Intent:
+    """One file's intent. Each parser that reads the text is asked which tool wrote it;
+    a file no parser reads gets the error of the most likely parser (with its line)."""
+    text = read_text(path)
+    likely_error: Optional[ConfigError] = None
+    for index, syntax in enumerate(syntax_order(path, text)):
+        try:
+            doc = importlib.import_module(PARSERS[syntax]).parse(path, text)
+        except ConfigError as exc:
+            likely_error = exc if index == 0 else likely_error
+            continue
+        score, fmt = recognise(doc)
+        if fmt is not None:
+            return Intent(sources=(ConfigSource(path, fmt.tool, doc.syntax, fmt.label(doc)),), settings=tuple(fmt.read(doc)))
+    if likely_error is not None:  # e.g. a TOML file with a duplicate key also "parses" as one YAML string
+        raise likely_error
+    raise ConfigError(path, "unknown layout: not a config of OneTrainer, autotrain-advanced, kohya, accelerate or axolotl, "
+                            "nor an `accelerate launch` line")
+
+
+def read_configs(paths: List[str]) -> Intent:
+    return merge([read_config(p) for p in paths])

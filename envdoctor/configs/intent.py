@@ -1,0 +1,199 @@
+"""The intent: what a training config asks of the stack, each value with where it came from.
+
+A reader turns one config file into Settings; several files make one Intent. Rules read
+`env.intent` (an Intent); probes are told `Intent.summary()` (plain JSON) through the
+probe context. `envdoctor fix` edits exactly `text[start:end]` of a Setting's file.
+
+Stdlib only, Python 3.8+: rules import it, and the worker may load the modules that do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# The setting names and envdoctor's vocabulary for their values (each reader translates
+# its tool's spelling into these; `raw` keeps the tool's own value):
+#   device        "cpu" | "cuda" | "cuda:N" | "mps" | "auto" (whatever the launcher finds)
+#   precision     compute / mixed precision: "fp32" | "fp16" | "bf16" | "fp8" | "auto" (bf16 where supported)
+#   weight_dtype  per model part (Setting.part): "fp32" | "fp16" | "bf16" | a QUANTIZED dtype
+#   train         per model part: True when that part is trained (adapters go on it)
+#   adapter       "lora" | "loha" | "lokr" | "oft" | "full"
+#   dora          True when the adapter decomposes weights (DoRA, LyCORIS dora_wd, LoKr weight decompose)
+#   distributed   accelerate's distributed_type, lower case ("no", "multi_gpu", "deepspeed", ...)
+NAMES = ("device", "precision", "weight_dtype", "train", "adapter", "dora", "distributed")
+PART_NAMES = ("weight_dtype", "train")
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4", "w8a8", "gguf")
+QUANTIZED = ("fp8", "int8", "int4", "nf4", "w8a8", "gguf")
+HALF = ("fp16", "bf16")
+
+# Which file wins when several set the same thing: a launch line's flags override the
+# trainer's config, which overrides accelerate's default config (accelerate passes the
+# launch flags to the script; trainers hand their own precision to Accelerator).
+TOOL_RANK = {"launch": 3, "accelerate": 1}
+DEFAULT_RANK = 2
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One value of the intent and exactly where it is written.
+
+    Offsets are into the file's text decoded as UTF-8 with line ends kept as they are
+    (open(..., newline="")), so `text[start:end] == source` and a fix replaces just that.
+    A tool default has no position: `default` is True and `key` names where it would go.
+    """
+
+    name: str  # one of NAMES
+    value: Any  # envdoctor's vocabulary (above)
+    tool: str  # "onetrainer", "autotrain", "kohya", "kohya_ss", "accelerate", "axolotl", "launch"
+    file: str  # the path as the user gave it
+    key: str  # the key path as the tool spells it: "params.mixed_precision", "unet.weight_dtype", "--mixed_precision"
+    raw: Any = None  # the tool's own value: "FLOAT_16", "no", True
+    line: Optional[int] = None  # 1-based
+    column: Optional[int] = None  # 1-based
+    start: Optional[int] = None
+    end: Optional[int] = None
+    source: Optional[str] = None  # text[start:end], quotes included: what a fix replaces
+    default: bool = False
+    part: Optional[str] = None  # the model part, for weight_dtype and train
+    note: str = ""
+
+    def where(self) -> str:
+        """'train.yaml:12 `mixed_precision: fp16`', or for a default
+        'train.json: `train_dtype` absent, OneTrainer's default FLOAT_16'."""
+        name = os.path.basename(self.file) or self.file
+        leaf = self.key.rsplit(".", 1)[-1] if not self.key.startswith("-") else self.key
+        if self.default:
+            return "%s: `%s` absent, %s's default %s" % (name, leaf, TOOL_LABELS.get(self.tool, self.tool), _shown(self.raw))
+        text = self.source if self.source is not None else _shown(self.raw)
+        place = "%s:%d" % (name, self.line) if self.line else name
+        joiner = " " if self.key.startswith("-") else ": "
+        return "%s `%s%s%s`" % (place, leaf, joiner, text)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> Setting:
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+
+
+TOOL_LABELS = {
+    "onetrainer": "OneTrainer",
+    "autotrain": "autotrain-advanced",
+    "kohya": "kohya sd-scripts",
+    "kohya_ss": "kohya_ss",
+    "accelerate": "accelerate",
+    "axolotl": "axolotl",
+    "launch": "the launch line",
+}
+
+
+def _shown(raw: Any) -> str:
+    if raw is True:
+        return "true"
+    if raw is False:
+        return "false"
+    if raw is None:
+        return "null"
+    return str(raw)
+
+
+@dataclass(frozen=True)
+class ConfigSource:
+    """One file read: which tool's format it was recognised as."""
+
+    file: str
+    tool: str
+    syntax: str  # "json", "yaml", "toml", "shell"
+    label: str = ""  # "OneTrainer config (__version 9)", "OneTrainer preset"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Intent:
+    sources: Tuple[ConfigSource, ...] = ()
+    settings: Tuple[Setting, ...] = ()
+
+    def all(self, name: str, part: Optional[str] = None) -> List[Setting]:
+        return [s for s in self.settings if s.name == name and (part is None or s.part == part)]
+
+    def effective(self, name: str, part: Optional[str] = None) -> Optional[Setting]:
+        """The value that wins: explicit over default, then by TOOL_RANK, then the later file."""
+        found = self.all(name, part)
+        if not found:
+            return None
+        ranked = sorted(enumerate(found), key=lambda item: (not item[1].default, TOOL_RANK.get(item[1].tool, DEFAULT_RANK), item[0]))
+        return ranked[-1][1]
+
+    def value(self, name: str, part: Optional[str] = None) -> Any:
+        setting = self.effective(name, part)
+        return setting.value if setting else None
+
+    def parts(self) -> List[str]:
+        seen: List[str] = []
+        for s in self.settings:
+            if s.part and s.part not in seen:
+                seen.append(s.part)
+        return seen
+
+    def weights(self) -> Dict[str, Setting]:
+        """The weight dtype of each model part."""
+        out = {}
+        for part in self.parts():
+            setting = self.effective("weight_dtype", part)
+            if setting is not None:
+                out[part] = setting
+        return out
+
+    def trained_parts(self) -> Optional[List[str]]:
+        """Parts that get adapters or gradients; None when the config does not say."""
+        flags = {p: self.value("train", p) for p in self.parts() if self.effective("train", p) is not None}
+        return [p for p, on in flags.items() if on] if flags else None
+
+    def asks(self, name: str, *values: Any) -> List[Setting]:
+        """The effective settings of `name` (every part for per-part names) whose value is one of `values`."""
+        if name in PART_NAMES:
+            found = [self.effective(name, p) for p in self.parts()]
+        else:
+            found = [self.effective(name)]
+        return [s for s in found if s is not None and s.value in values]
+
+    def summary(self) -> Dict[str, Any]:
+        """What the probes are told: plain values, no positions."""
+        return {
+            "device": self.value("device"),
+            "precision": self.value("precision"),
+            "weights": {p: s.value for p, s in self.weights().items()},
+            "trained": self.trained_parts(),
+            "adapter": self.value("adapter"),
+            "dora": self.value("dora"),
+            "distributed": self.value("distributed"),
+            "training": True,
+        }
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "sources": [s.to_dict() for s in self.sources],
+            "summary": self.summary(),
+            "settings": [s.to_dict() for s in self.settings],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Optional[Dict[str, Any]]) -> Optional[Intent]:
+        if not data:
+            return None
+        return cls(
+            sources=tuple(ConfigSource(**s) for s in data.get("sources") or ()),
+            settings=tuple(Setting.from_dict(s) for s in data.get("settings") or ()),
+        )
+
+
+def merge(intents: Sequence[Intent]) -> Intent:
+    return Intent(
+        sources=tuple(s for i in intents for s in i.sources),
+        settings=tuple(s for i in intents for s in i.settings),
+    )
