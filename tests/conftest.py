@@ -159,3 +159,36 @@ def make_venv(path: Path, system_site_packages: bool = False) -> Path:
 def pip_install(python: Path, *requirements: str) -> None:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
                    check=True, capture_output=True, text=True)
+
+
+# ---- environments with the training libraries, built once per test run
+
+TORCH = "torch==2.13.0"  # the CPU wheel: a looser pin pulls GBs of CUDA packages
+# transformers, diffusers and peft pinned beside torch on one pip line (FACTS: they install together)
+LIBRARIES = ("transformers==5.23.0", "diffusers==0.42.1", "peft==0.21.2", "accelerate==1.15.0", "numpy")
+# the same families in releases that still run on torch 2.0.1 (numpy 1.x: torch 2.0.1 was built against it)
+OLD_TORCH = "torch==2.0.1"
+OLD_LIBRARIES = ("transformers==4.46.3", "diffusers==0.31.0", "peft==0.13.2", "accelerate==1.0.1", "huggingface_hub==0.26.5", "numpy==1.26.4")
+
+
+def _built_venv(factory: Any, name: str, override: str, *requirements: str) -> Path:
+    """A venv with `requirements`, built once per run; $`override` names a ready interpreter
+    to reuse (a developer's prepared venv) instead."""
+    given = os.environ.get(override)
+    if given:
+        return Path(given)
+    python = make_venv(factory.mktemp(name) / "venv")
+    pip_install(python, *requirements)
+    return python
+
+
+@pytest.fixture(scope="session")
+def libs_python(tmp_path_factory: Any) -> Path:
+    """torch 2.13 CPU with transformers, diffusers, peft and accelerate really installed."""
+    return _built_venv(tmp_path_factory, "libs", "ENVDOCTOR_TEST_LIBS_PYTHON", TORCH, *LIBRARIES)
+
+
+@pytest.fixture(scope="session")
+def old_torch_python(tmp_path_factory: Any) -> Path:
+    """torch 2.0.1 (CPU kernels without fp16 layer_norm, addmm, conv) with libraries of its time."""
+    return _built_venv(tmp_path_factory, "old-torch", "ENVDOCTOR_TEST_OLD_TORCH_PYTHON", OLD_TORCH, *OLD_LIBRARIES)
