@@ -8,6 +8,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
 from envdoctor.commands import config_remedy, pip_remedy
+from envdoctor.configs.intent import Setting, config_evidence, config_subject
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
 from envdoctor.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.probekit.steps import step
@@ -122,27 +123,47 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environmen
     )
 
 
+def asked_on_cpu(env: Environment, label: str, accelerators: List[str]) -> List[Setting]:
+    """The training config's settings that ask for `label` ("fp16") on the CPU."""
+    intent = env.intent
+    if intent is None or intent.runs_on(accelerators) != "cpu":
+        return []
+    return intent.asks_dtype(label)
+
+
+def _severity(env: Environment, asked: List[Setting], accelerators: List[str]) -> Severity:
+    if asked:
+        return Severity.ERROR
+    if env.intent is not None:  # the config trains in another precision or on another device
+        return Severity.INFO
+    # Only a CPU-only machine trains on the CPU by default; with a GPU this matters
+    # for offloaded parts and CPU inference.
+    return Severity.WARNING if accelerators else Severity.ERROR
+
+
 def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     findings: List[Finding] = []
     ops = [o for o in facts.get("ops") or () if o.get("device") == "cpu"]
-    # Only a CPU-only machine trains on the CPU by default; with a GPU this matters
-    # for offloaded parts and CPU inference.
-    severity = Severity.WARNING if facts.get("accelerators") else Severity.ERROR
+    accelerators = list(facts.get("accelerators") or ())
     for dtype in DTYPES:
         mine = [o for o in ops if o.get("dtype") == dtype]
         failed = [o for o in mine if not o.get("ok")]
         label = short_dtype(dtype)
         if failed:
             names = [o["op"] for o in failed]
+            asked = asked_on_cpu(env, label, accelerators)
+            title = "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names))
+            if asked:
+                title = "%s asks for %s on the CPU; this torch has no %s %s there" % (asked[0].where(), label, label, ", ".join(names))
             findings.append(
                 Finding(
                     ID,
                     "%s-missing" % label,
-                    severity,
-                    "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names)),
-                    tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
+                    _severity(env, asked, accelerators),
+                    title,
+                    config_evidence(env.intent, asked) + tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
                     _remedies(dtype, names, facts, env),
-                    {"device": "cpu", "dtype": dtype, "ops": names},
+                    dict({"device": "cpu", "dtype": dtype, "ops": names}, **config_subject(asked)),
                 )
             )
         wrong = [o for o in mine if o.get("ok") and _garbage(o, dtype)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import pip_remedy
+from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
 from envdoctor.probekit.distributions import installed_version
 from envdoctor.probekit.gpus import identity
@@ -180,7 +180,39 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
                             "`envdoctor check` without --device lists what torch sees."),),
                     {"device": device})
         )
+    findings.extend(training_device(facts, env))
     return findings
+
+
+def training_device(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+    """The training config's device against the devices torch sees: a forced `cuda` with no
+    GPU fails at the first `.to("cuda")`; a forced `cpu` beside a GPU trains slowly and
+    meets the CPU's missing half kernels."""
+    intent = env.intent
+    setting = intent.effective("device") if intent else None
+    if setting is None or setting.default or setting.value in (None, "auto"):
+        return []
+    seen = [str(d.get("id")) for d in facts.get("devices") or ()]
+    gpus = [d for d in seen if d.startswith("cuda")]
+    wanted = str(setting.value)
+    subject = {"device": wanted, "config": {"file": setting.file, "line": setting.line, "key": setting.key, "tool": setting.tool}}
+    if wanted.startswith("cuda") and wanted not in seen and not (wanted == "cuda" and gpus):
+        half = bool(intent.asks_dtype("fp16") + intent.asks_dtype("bf16")) if intent else False
+        change = {"device": "cpu", "precision": "fp32"} if half else {"device": "cpu"}
+        remedies = [config_remedy("Train on the CPU: set the config's device to cpu"
+                                  + (" and its precision to fp32 (the CPU lacks fast half kernels)" if half else ""),
+                                  "device-cpu", change, when={"device": wanted}),
+                    Remedy("Or run where a GPU is visible (in Colab: Runtime → Change runtime type → T4 GPU)", kind="manual", id="use-gpu")]
+        return [Finding(ID, "config-device-missing", Severity.ERROR,
+                        "%s asks for %s; this torch sees %s" % (setting.where(), wanted, ", ".join(gpus) if gpus else "no GPU"),
+                        ("devices seen: %s" % ", ".join(seen),), tuple(remedies), subject)]
+    if wanted == "cpu" and gpus:
+        return [Finding(ID, "config-device-cpu", Severity.WARNING,
+                        "%s trains on the CPU although torch sees %s" % (setting.where(), ", ".join(gpus)),
+                        ("devices seen: %s" % ", ".join(seen),),
+                        (config_remedy("Train on the GPU: set the config's device to cuda", "device-cuda", {"device": "cuda"}, when={"device": "cpu"}),),
+                        subject)]
+    return []
 
 
 def summarize(facts: Dict[str, Any]) -> str:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.configs.intent import Intent
+
 SCHEMA = "envdoctor/1"
 
 _ID_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -140,7 +142,7 @@ class Environment:
     prefix: Optional[str] = None  # sys.prefix of the target
     torch: Optional[str] = None  # torch.__version__, None when it does not import
     torch_import: Dict[str, Any] = field(default_factory=dict)
-    intent: Optional[Dict[str, Any]] = None  # the training config's intent (check --config)
+    intent: Optional[Intent] = None  # what the training config asks for (check --config), with where it says so
     rank: Optional[int] = None  # the distributed rank (check --distributed)
 
     @property
@@ -156,7 +158,9 @@ class Environment:
         return {"windows": "win32", "macos": "darwin"}.get(head, head)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        data["intent"] = self.intent.to_dict() if self.intent else None
+        return data
 
     @classmethod
     def from_report(cls, environment: Dict[str, Any]) -> Environment:
@@ -174,7 +178,7 @@ class Environment:
             prefix=environment.get("prefix"),
             torch=environment.get("torch"),
             torch_import=torch_import,
-            intent=environment.get("intent"),
+            intent=Intent.from_dict(environment.get("intent")),
             rank=environment.get("rank"),
         )
 
@@ -251,6 +255,10 @@ class Check:
     requires_torch: bool = True
     timeout_s: Optional[float] = None  # the default budget when the user gives no --timeout and more is expected
     order: int = 100  # cheap and foundational checks first, slow GPU ones last
+    # Checks of another group run in a worker of their own, at the same time as the main
+    # ones: the training libraries' imports (seconds) overlap torch's micro-ops.
+    group: str = "main"
+    quick: bool = True  # False: `check --quick` skips it (the training libraries' imports cost seconds)
     signatures: Tuple[Signature, ...] = ()
 
     def judge(self, facts: Dict[str, Any], env: Environment) -> List[Finding]:

@@ -39,6 +39,27 @@ def _headline(env: Dict[str, Any]) -> str:
     )
 
 
+def intent_lines(env: Dict[str, Any]) -> List[str]:
+    """What the training configs ask for, each value with where it is written:
+    "Training config: train.yaml (autotrain-advanced DreamBooth)", then "precision fp16  train.yaml:12 `mixed_precision: fp16`"."""
+    from envdoctor.configs.intent import Intent
+
+    intent = Intent.from_dict(env.get("intent"))
+    lines = ["note: %s" % n for n in env.get("config_notes") or ()]
+    if intent is None:
+        return lines
+    lines.append("Training config: " + ", ".join("%s (%s)" % (s.file, s.label or s.tool) for s in intent.sources))
+    shown = [("device", None), ("precision", None)] + [("weight_dtype", p) for p in intent.parts()] + [("adapter", None), ("dora", None)]
+    for name, part in shown:
+        setting = intent.effective(name, part)
+        if setting is None:
+            continue
+        label = "%s %s" % (part, "weights") if part else name
+        value = {True: "on", False: "off"}.get(setting.value, setting.value) if isinstance(setting.value, bool) else setting.value
+        lines.append("  %s %s  %s" % (label, value, setting.where()))
+    return lines
+
+
 def summary_line(report: Report) -> str:
     s = report.summary()
     counts = s["findings"]
@@ -84,6 +105,8 @@ class TerminalRenderer:
         from rich.text import Text
 
         self._out(_headline(report.environment), style="bold")
+        for config_line in intent_lines(report.environment):
+            self._out(config_line, style=None if config_line.startswith(" ") else "bold")
         self._out()
         for result in report.checks:
             glyph, color = GLYPH[result.status]
@@ -300,6 +323,9 @@ def render_markdown(report: Report, verbose: bool = False) -> str:
     out: List[str] = ["## envdoctor report", ""]
     out.append("`%s`" % _headline(env))
     out.append("")
+    config = intent_lines(env)
+    if config:
+        out += ["```text", *config, "```", ""]
     out.append("| | check | status | summary |")
     out.append("|---|---|---|---|")
     for result in report.checks:

@@ -204,6 +204,7 @@ class Runner:
         checks_dir: Path,
         timeout_s: Optional[float] = None,
         torch_import_timeout_s: float = TORCH_IMPORT_TIMEOUT_S,
+        collect_system: bool = True,
     ) -> None:
         self.python = python
         self.package_dir = package_dir
@@ -217,7 +218,7 @@ class Runner:
         self._worker: Optional[Worker] = None
         self._hello: Optional[Dict[str, Any]] = None
         self._torch_import: Optional[Dict[str, Any]] = None
-        self._system: Optional[Dict[str, Any]] = None
+        self._system: Optional[Dict[str, Any]] = None if collect_system else {}  # {}: another worker collects them
         self._torch_runtime: Optional[Dict[str, Any]] = None
         self._no_torch = False
 

@@ -124,6 +124,9 @@ def run_envdoctor(
     """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
     full_env.pop("ENVDOCTOR_CHECKS_PATH", None)
+    # the developer's own accelerate default config must not reach the tests unasked
+    full_env["HF_HOME"] = str(ROOT / "tests" / "no-hf-home")
+    full_env.pop("ACCELERATE_CONFIG_FILE", None)
     full_env.update(env or {})
     return subprocess.run(
         [python, "-m", "envdoctor", *args],

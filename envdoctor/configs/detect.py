@@ -71,7 +71,7 @@ def read_config(path: str) -> Intent:
         except ConfigError as exc:
             likely_error = exc if index == 0 else likely_error
             continue
-        score, fmt = recognise(doc)
+        _score, fmt = recognise(doc)
         if fmt is not None:
             return Intent(sources=(ConfigSource(path, fmt.tool, doc.syntax, fmt.label(doc)),), settings=tuple(fmt.read(doc)))
     if likely_error is not None:  # e.g. a TOML file with a duplicate key also "parses" as one YAML string

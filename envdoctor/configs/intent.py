@@ -10,7 +10,7 @@ Stdlib only, Python 3.8+: rules import it, and the worker may load the modules t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # The setting names and envdoctor's vocabulary for their values (each reader translates
@@ -76,7 +76,8 @@ class Setting:
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> Setting:
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__ if k in data})
+        fields: Dict[str, Any] = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**fields)
 
 
 TOOL_LABELS = {
@@ -156,11 +157,21 @@ class Intent:
 
     def asks(self, name: str, *values: Any) -> List[Setting]:
         """The effective settings of `name` (every part for per-part names) whose value is one of `values`."""
-        if name in PART_NAMES:
-            found = [self.effective(name, p) for p in self.parts()]
-        else:
-            found = [self.effective(name)]
+        found = [self.effective(name, p) for p in self.parts()] if name in PART_NAMES else [self.effective(name)]
         return [s for s in found if s is not None and s.value in values]
+
+    def runs_on(self, accelerators: Sequence[str] = ()) -> str:
+        """The training device: "cpu", "cuda", "cuda:1", "mps"; "auto" (or unsaid) is what
+        accelerate picks: the first accelerator found, else the CPU."""
+        device = self.value("device")
+        if device in (None, "auto"):
+            return accelerators[0].split(":")[0] if accelerators else "cpu"
+        return str(device)
+
+    def asks_dtype(self, dtype: str) -> List[Setting]:
+        """The effective settings that make the run compute in `dtype` ("fp16"): the
+        compute precision, and the weights of any model part."""
+        return self.asks("precision", dtype) + self.asks("weight_dtype", dtype)
 
     def summary(self) -> Dict[str, Any]:
         """What the probes are told: plain values, no positions."""
@@ -197,3 +208,20 @@ def merge(intents: Sequence[Intent]) -> Intent:
         sources=tuple(s for i in intents for s in i.sources),
         settings=tuple(s for i in intents for s in i.settings),
     )
+
+
+def config_evidence(intent: Optional[Intent], asked: Sequence[Setting]) -> Tuple[str, ...]:
+    """Evidence lines naming where the config asks: the settings, then the training device."""
+    lines = ["%s asks for %s" % (s.where(), s.value) for s in asked]
+    device = intent.effective("device") if intent is not None else None
+    if asked and device is not None:
+        lines.append("%s: the training device" % device.where())
+    return tuple(lines)
+
+
+def config_subject(asked: Sequence[Setting]) -> Dict[str, Any]:
+    """A finding's subject["config"]: the first setting that asked, as fix will locate it."""
+    if not asked:
+        return {}
+    first = asked[0]
+    return {"config": {"file": first.file, "line": first.line, "key": first.key, "tool": first.tool, "default": first.default}}

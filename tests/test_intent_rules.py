@@ -1,0 +1,112 @@
+"""The existing checks' rules with a training config's intent: what the config asks for
+on the CPU becomes an error naming its line; what it does not ask for is a note."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from conftest import ENV, facts_of, load_fixture
+
+from envdoctor.configs.intent import ConfigSource, Intent, Setting
+from envdoctor.model import Environment, Severity
+from envdoctor.registry import load_checks
+
+CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
+OLD = load_fixture("cpu-torch-2.0.1.json")  # torch 2.0.1: no fp16 layer_norm, addmm, conv on the CPU
+TEXT = "task: dreambooth\nparams:\n  mixed_precision: fp16\n"
+
+
+def autotrain(precision: str, raw: str, device: str = "auto") -> Intent:
+    """The seed-004 shape: autotrain DreamBooth, `mixed_precision` on line 3."""
+    start = TEXT.index("fp16")
+    settings = [
+        Setting("precision", precision, "autotrain", "train.yaml", "params.mixed_precision", raw=raw, line=3, column=20,
+                start=start, end=start + 4, source=raw),
+        Setting("device", device, "autotrain", "train.yaml", "device", raw="cuda if available", default=True),
+    ]
+    return Intent((ConfigSource("train.yaml", "autotrain", "yaml", "autotrain-advanced dreambooth"),), tuple(settings))
+
+
+def env_with(intent: Intent) -> Environment:
+    return dataclasses.replace(ENV, torch="2.0.1+cu117", intent=intent)
+
+
+def cpu_half(env: Environment, accelerators: tuple = ()) -> list:
+    facts = dict(facts_of(OLD, "cpu-half-kernels"), accelerators=list(accelerators))
+    return CHECKS["cpu-half-kernels"].judge(facts, env)
+
+
+def test_fp16_on_the_cpu_asked_by_the_config_is_an_error_naming_its_line() -> None:
+    finding = next(f for f in cpu_half(env_with(autotrain("fp16", "fp16"))) if f.code == "fp16-missing")
+    assert finding.severity is Severity.ERROR
+    assert finding.title.startswith("train.yaml:3 `mixed_precision: fp16` asks for fp16 on the CPU; this torch has no fp16 layer_norm")
+    assert finding.evidence[0] == "train.yaml:3 `mixed_precision: fp16` asks for fp16"
+    assert finding.evidence[1] == "train.yaml: `device` absent, autotrain-advanced's default cuda if available: the training device"
+    assert finding.subject["config"] == {"file": "train.yaml", "line": 3, "key": "params.mixed_precision", "tool": "autotrain", "default": False}
+    assert "precision-fp32" in {r.id for r in finding.remedies}
+
+
+def test_the_same_config_on_a_gpu_machine_trains_on_the_gpu_so_the_cpu_gap_is_a_note() -> None:
+    findings = cpu_half(env_with(autotrain("fp16", "fp16")), accelerators=("cuda:0",))
+    assert {f.severity for f in findings} == {Severity.INFO}
+    assert not any("asks for" in f.title for f in findings)
+
+
+def test_a_config_forcing_the_cpu_on_a_gpu_machine_still_asks_for_fp16_there() -> None:
+    findings = cpu_half(env_with(autotrain("fp16", "fp16", device="cpu")), accelerators=("cuda:0",))
+    assert findings[0].severity is Severity.ERROR and "asks for fp16 on the CPU" in findings[0].title
+
+
+def test_an_fp32_config_on_the_cpu_turns_the_missing_half_kernels_into_notes() -> None:
+    findings = cpu_half(env_with(autotrain("fp32", "'no'")))
+    assert findings and {f.severity for f in findings} == {Severity.INFO}
+
+
+def test_without_a_config_the_findings_are_what_they_were() -> None:
+    assert cpu_half(dataclasses.replace(ENV, torch="2.0.1+cu117"))[0].severity is Severity.ERROR
+    assert cpu_half(dataclasses.replace(ENV, torch="2.0.1+cu117"), accelerators=("cuda:0",))[0].severity is Severity.WARNING
+
+
+def test_the_intent_round_trips_through_the_report_environment() -> None:
+    intent = autotrain("fp16", "fp16")
+    env = Environment.from_report({"intent": intent.to_dict(), "torch": "2.13.0"})
+    assert env.intent == intent
+    assert env.to_dict()["intent"]["summary"]["precision"] == "fp16"
+
+
+# ---- torch-install: the config's training device against the devices torch sees
+
+
+def onetrainer_device(value: str) -> Intent:
+    setting = Setting("device", value, "onetrainer", "cfg.json", "train_device", raw=value, line=7, column=21,
+                      start=120, end=120 + len(value) + 2, source='"%s"' % value)
+    precision = Setting("precision", "fp16", "onetrainer", "cfg.json", "train_dtype", raw="FLOAT_16", default=True)
+    return Intent((ConfigSource("cfg.json", "onetrainer", "json", "OneTrainer preset"),), (setting, precision))
+
+
+def torch_install(intent: Intent, devices: list) -> list:
+    facts = dict(facts_of(load_fixture("cpu-torch-2.13.0.json"), "torch-install"), devices=[{"id": d} for d in devices])
+    return [f for f in CHECKS["torch-install"].judge(facts, dataclasses.replace(ENV, intent=intent)) if f.code.startswith("config-")]
+
+
+def test_a_config_forcing_cuda_on_a_machine_without_a_gpu_is_an_error_with_the_cpu_fp32_edit() -> None:
+    [finding] = torch_install(onetrainer_device("cuda"), ["cpu"])
+    assert finding.severity is Severity.ERROR and finding.code == "config-device-missing"
+    assert finding.title == 'cfg.json:7 `train_device: "cuda"` asks for cuda; this torch sees no GPU'
+    edit = next(r for r in finding.remedies if r.id == "device-cpu")
+    assert edit.action == {"set": {"device": "cpu", "precision": "fp32"}, "when": {"device": "cuda"}}
+
+
+def test_a_missing_second_gpu_is_named() -> None:
+    [finding] = torch_install(onetrainer_device("cuda:1"), ["cpu", "cuda:0"])
+    assert finding.title.endswith("asks for cuda:1; this torch sees cuda:0")
+
+
+def test_a_config_forcing_the_cpu_beside_a_gpu_is_a_warning_with_the_cuda_edit() -> None:
+    [finding] = torch_install(onetrainer_device("cpu"), ["cpu", "cuda:0"])
+    assert finding.severity is Severity.WARNING and finding.remedies[0].action["set"] == {"device": "cuda"}
+
+
+def test_a_device_the_machine_has_is_no_finding() -> None:
+    assert torch_install(onetrainer_device("cuda"), ["cpu", "cuda:0"]) == []
+    assert torch_install(onetrainer_device("cpu"), ["cpu"]) == []
