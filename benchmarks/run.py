@@ -1,12 +1,16 @@
 """Side-by-side start-up costs: envdoctor against what it replaces.
 
-    python benchmarks/run.py [--runs 7] [--json FILE]
+    python benchmarks/run.py [--runs 7] [--json FILE] [--libs-python PYTHON]
 
 Every pair is timed interleaved (A, B, A, B, ...) in one run so that machine
 noise hits both sides; medians and ratios are printed as a Markdown table.
 Goals (issue 3): `envdoctor --version` <= 1.5x `import typer`; `envdoctor check`
 <= 1.5x a bare `import torch` (the mission aims at ~1.1x) and faster than
 `python -m torch.utils.collect_env`; the parent's peak RSS < 80 MB.
+With --libs-python (an environment with transformers, diffusers and peft), also
+`envdoctor check --python PYTHON` (library probes included) against that
+environment's `diffusers-cli env`, which runs no op at all (issue 13: no slower),
+and `check --quick` against a bare `import torch` there.
 No test asserts these numbers: they are measured here, reported in the README.
 """
 
@@ -45,6 +49,16 @@ PAIRS = [
 ]
 
 
+def library_pairs(python: str) -> list:
+    """The training libraries' environment: check with its library probes vs `diffusers-cli env`."""
+    cli = str(Path(python).parent / "diffusers-cli")
+    return [
+        ("envdoctor check --python LIBS", ENVDOCTOR + ["check", "--no-config", "--python", python], "diffusers-cli env", [cli, "env"], 1.0),
+        ("envdoctor check --quick --python LIBS", ENVDOCTOR + ["check", "--quick", "--no-config", "--python", python],
+         "LIBS python -c 'import torch'", [python, "-c", "import torch"], 1.5),
+    ]
+
+
 def timed(argv: Sequence[str]) -> float:
     start = time.perf_counter()
     subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
@@ -81,10 +95,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--libs-python", help="an interpreter with transformers, diffusers and peft: adds the library-probe pairs")
     args = parser.parse_args()
 
     rows = []
-    for name_a, argv_a, name_b, argv_b, goal in PAIRS:
+    pairs = list(PAIRS) + (library_pairs(args.libs_python) if args.libs_python else [])
+    for name_a, argv_a, name_b, argv_b, goal in pairs:
         result = measure_pair(argv_a, argv_b, args.runs)
         rows.append({"command": name_a, "baseline": name_b, "goal_ratio": goal, **result})
     rss = measure_rss(max(3, args.runs // 2))

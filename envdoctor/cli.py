@@ -52,6 +52,12 @@ def check(
     timeout: Optional[float] = typer.Option(
         None, "--timeout", help="Seconds a probe step may go without progress before it counts as hung (default 60; more for GPU checks)."
     ),
+    config: Optional[List[str]] = typer.Option(
+        None, "--config", help="Training config to probe (OneTrainer, autotrain, kohya, accelerate, axolotl, a launch line); repeatable. "
+        "Default: accelerate's default config, when there is one."
+    ),
+    no_config: bool = typer.Option(False, "--no-config", help="Read no training config, not even accelerate's default one."),
+    quick: bool = typer.Option(False, "--quick", help="Skip the probes that import transformers, diffusers and peft."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema envdoctor/1)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown for a bug report."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every fact and note."),
@@ -69,6 +75,8 @@ def check(
         raise CliError("--json and --markdown cannot be combined")
     if list_checks:
         return _list(not no_plugins)
+    if config and no_config:
+        raise CliError("--config and --no-config cannot be combined")
     request = CheckRequest(
         python=python,
         only=_split(only),
@@ -76,6 +84,9 @@ def check(
         devices=_split(device) or None,
         timeout_s=timeout,
         plugins=not no_plugins,
+        configs=list(config or ()),
+        default_config=not no_config,
+        quick=quick,
     )
     try:
         pending = PendingCheck(request)  # the worker starts importing torch now

@@ -3,16 +3,19 @@ worker, judge the facts, and assemble a redacted Report."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor import __version__
 from envdoctor.commands import pip_remedy
+from envdoctor.configs.intent import Intent
 from envdoctor.model import (
     Check,
     CheckResult,
@@ -54,6 +57,9 @@ class CheckRequest:
     timeout_s: Optional[float] = None  # None: each check's default budget
     plugins: bool = True
     options: Dict[str, Any] = field(default_factory=dict)
+    configs: Sequence[str] = ()  # training configs (--config); none: accelerate's default config, if any
+    default_config: bool = True  # False (--no-config): not even accelerate's default config
+    quick: bool = False  # --quick: skip the checks that import the training libraries
 
 
 def resolve_python(python: Optional[str]) -> str:
@@ -90,41 +96,124 @@ def select(checks: List[LoadedCheck], only: Sequence[str], skip: Sequence[str]) 
     return [c for c in chosen if c.check.id not in skip]
 
 
+def read_intent(request: CheckRequest, environ: Optional[Dict[str, str]] = None) -> Tuple[Optional[Intent], List[str]]:
+    """The training configs' intent, and notes on configs that were not read.
+
+    A config the user named must be readable (a UsageError otherwise); accelerate's
+    default config, read unasked, only earns a note when it is broken."""
+    from envdoctor.configs.detect import read_configs
+    from envdoctor.configs.document import ConfigError
+
+    if request.configs:
+        try:
+            return read_configs(list(request.configs)), []
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    if not request.default_config:
+        return None, []
+    from envdoctor.configs.accelerate import default_config_path
+
+    found = default_config_path(dict(os.environ) if environ is None else environ)
+    if not found:
+        return None, []
+    try:
+        return read_configs([found]), []
+    except ConfigError as exc:
+        return None, ["accelerate's default config was not read: %s" % exc]
+
+
 class PendingCheck:
-    """A check run whose worker is already importing torch."""
+    """A check run whose workers are already importing torch: one for the main checks and,
+    when a selected check needs the training libraries, one more for those, at the same time."""
 
     def __init__(self, request: CheckRequest) -> None:
         validate_request(request)
         self.request = request
         self.python = resolve_python(request.python)
-        self.runner = Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=request.timeout_s)
-        self.runner.start()
+        self.intent, self.config_notes = read_intent(request)
+        self.runners: Dict[str, Runner] = {"main": self._runner(True)}
+        self.runners["main"].start()  # torch imports while the checks load
+        try:
+            loaded, self.broken = load_checks(plugins=request.plugins)
+            self.selected = select(loaded, request.only, request.skip)
+            for group in sorted({self._group(c) for c in self.selected} - {"main"}):
+                self.runners[group] = self._runner(False)
+                self.runners[group].start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for runner in self.runners.values():
+            runner.close()
+
+    def _runner(self, collect_system: bool) -> Runner:
+        return Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=self.request.timeout_s, collect_system=collect_system)
+
+    def _group(self, loaded: LoadedCheck) -> str:
+        # --quick runs no library imports: what is left of those checks costs nothing
+        return "main" if self.request.quick else loaded.check.group
 
     def finish(self, on_event: Optional[EventCallback] = None) -> Report:
+        ctx = {
+            "devices": list(self.request.devices) if self.request.devices else None,
+            "options": dict(self.request.options, intent=self.intent.summary() if self.intent else None, quick=self.request.quick),
+        }
+        skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
+        runnable = [c for c in self.selected if c not in skipped]
+        runs: Dict[str, RunResult] = {}
+        failures: List[BaseException] = []
+
+        def run_group(group: str) -> None:
+            try:
+                specs = [c.worker_spec() for c in runnable if self._group(c) == group]
+                runs[group] = self.runners[group].run(specs, ctx, on_event)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                failures.append(exc)
+
+        others = [threading.Thread(target=run_group, args=(g,), daemon=True) for g in self.runners if g != "main"]
         try:
-            loaded, broken = load_checks(plugins=self.request.plugins)
-            selected = select(loaded, self.request.only, self.request.skip)
-            ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": self.request.options}
-            run = self.runner.run([c.worker_spec() for c in selected], ctx, on_event)
+            for thread in others:
+                thread.start()
+            run_group("main")
+            for thread in others:
+                thread.join()
         finally:
-            self.runner.close()
-        env = target_environment(run, self.python)
-        results = [judge(c, run.outcomes.get(c.check.id), env) for c in selected]
+            self.close()
+        if failures:
+            raise failures[0]
+        run = merge_runs(runs)
+        env = target_environment(run, self.python, self.intent)
+        outcomes = dict(run.outcomes, **{c.check.id: Outcome(c.check.id, "skipped", error="--quick") for c in skipped})
+        results = [judge(c, outcomes.get(c.check.id), env) for c in self.selected]
         if not self.request.only:
-            results.extend(broken_plugin_result(b) for b in broken)
-        report = Report(environment=describe_environment(run, results, self.python, self.request), checks=results)
+            results.extend(broken_plugin_result(b) for b in self.broken)
+        environment = describe_environment(run, results, self.python, self.request)
+        environment["intent"] = self.intent.to_dict() if self.intent else None
+        if self.config_notes:
+            environment["config_notes"] = self.config_notes
+        report = Report(environment=environment, checks=results)
         return report_from_dict(Redactor.from_environ().data(report.to_dict()))
+
+
+def merge_runs(runs: Dict[str, RunResult]) -> RunResult:
+    """One RunResult: the main worker's hello, torch import and system facts, every
+    group's outcomes and restarts."""
+    main = runs["main"]
+    outcomes = {cid: o for run in runs.values() for cid, o in run.outcomes.items()}
+    return RunResult(main.hello, main.torch_import, outcomes, sum(r.restarts for r in runs.values()), main.system, main.torch_runtime)
 
 
 def run_check(request: CheckRequest, on_event: Optional[EventCallback] = None) -> Report:
     return PendingCheck(request).finish(on_event)
 
 
-def target_environment(run: RunResult, python: str) -> Environment:
+def target_environment(run: RunResult, python: str, intent: Optional[Intent] = None) -> Environment:
     """What the rules know of the target, from the worker's hello and torch import (the
-    hello's keys are the report environment's)."""
+    hello's keys are the report environment's), and the training configs' intent."""
     version = run.torch_import.get("version") if run.torch_import.get("ok") else None
-    return Environment.from_report(dict(run.hello, target_python=python, torch=version, torch_import=run.torch_import))
+    env = Environment.from_report(dict(run.hello, target_python=python, torch=version, torch_import=run.torch_import))
+    return dataclasses.replace(env, intent=intent)
 
 
 def judge(loaded: LoadedCheck, outcome: Optional[Outcome], env: Environment) -> CheckResult:
