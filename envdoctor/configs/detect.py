@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from types import ModuleType
 from typing import List, Optional, Tuple
 
 from envdoctor.configs.document import ConfigError, Document, read_text
@@ -31,7 +32,18 @@ _BY_EXTENSION = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "tom
 
 
 def formats() -> List[Format]:
-    return [f for name in FORMAT_MODULES for f in importlib.import_module(name).FORMATS]
+    return [f for module in map(_module, FORMAT_MODULES) if module is not None for f in module.FORMATS]
+
+
+def _module(name: str) -> Optional[ModuleType]:
+    """A parser or reader module; None when this build lacks it (the readers land one
+    branch at a time). An import error inside a module that exists still raises."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
 
 
 def syntax_order(path: str, text: str) -> List[str]:
@@ -50,8 +62,16 @@ def syntax_order(path: str, text: str) -> List[str]:
 
 
 def _looks_like_launch_line(text: str) -> bool:
-    words = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("#")).split()
-    return any(w in ("accelerate", "torchrun", "python", "python3", "autotrain") or w.endswith(".py") for w in words[:3])
+    """A launcher among the first words of a line: scripts `export` and `cd` before it,
+    notebooks write `!accelerate launch`, `CUDA_VISIBLE_DEVICES=0 torchrun ...`."""
+    for line in text.splitlines():
+        words = [w.lstrip("!") for w in line.split()[:3]]
+        if words and not words[0].startswith("#") and any(w in _LAUNCHERS or w.endswith(".py") for w in words):
+            return True
+    return False
+
+
+_LAUNCHERS = ("accelerate", "accelerate-launch", "torchrun", "python", "python3", "autotrain")
 
 
 def recognise(doc: Document) -> Tuple[int, Optional[Format]]:
@@ -65,9 +85,10 @@ def read_config(path: str) -> Intent:
     a file no parser reads gets the error of the most likely parser (with its line)."""
     text = read_text(path)
     likely_error: Optional[ConfigError] = None
-    for index, syntax in enumerate(syntax_order(path, text)):
+    parsers = [module for module in (_module(PARSERS[syntax]) for syntax in syntax_order(path, text)) if module is not None]
+    for index, parser in enumerate(parsers):
         try:
-            doc = importlib.import_module(PARSERS[syntax]).parse(path, text)
+            doc = parser.parse(path, text)
         except ConfigError as exc:
             likely_error = exc if index == 0 else likely_error
             continue

@@ -1,0 +1,122 @@
+"""A launch line: `accelerate launch [flags] train_*.py [script flags]`, torchrun, python, autotrain.
+
+The diffusers example scripts (github.com/huggingface/diffusers `examples/*/train_*.py`)
+pass their own `--mixed_precision` to `Accelerator(mixed_precision=...)`, which uses it
+over the `ACCELERATE_MIXED_PRECISION` that `accelerate launch --mixed_precision` (or the
+accelerate config) exports; so both are read, the launcher's first, and the script's
+wins (Intent.effective: the later of one tool's settings).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Tuple
+
+from envdoctor.configs.document import Document, Node
+from envdoctor.configs.intent import Setting
+from envdoctor.configs.parse_shell import normal_flag
+from envdoctor.configs.reading import Format, default, mapping_root, precision_word, setting
+
+TOOL = "launch"
+WHOSE = {"launcher_flags": "the launcher's flag", "script_flags": "the script's own flag"}
+# accelerate launch switches that choose the distributed mode (commands/launch.py, accelerate @ 16cb6eb)
+DISTRIBUTED = {"--multi_gpu": "multi_gpu", "--use_deepspeed": "deepspeed", "--use_fsdp": "fsdp",
+               "--use_megatron_lm": "megatron_lm", "--tpu": "xla"}
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def recognise(doc: Document) -> int:
+    root = mapping_root(doc)
+    return 10 if doc.syntax == "shell" and root is not None and ("launcher" in root.value or "script" in root.value) else 0
+
+
+def read(doc: Document) -> List[Setting]:
+    root = mapping_root(doc)
+    if root is None:
+        return []
+    found: List[Setting] = []
+    for section in ("launcher_flags", "script_flags"):  # in this order: the script's flag wins
+        found += _precision(doc, root, section)
+    found += _device(doc, root)
+    found += _distributed(doc, root)
+    found += _adapter(doc, root)
+    return found
+
+
+def _flags(root: Node, section: str) -> Dict[str, Tuple[str, Node]]:
+    """A section's flags by normalised name (`--mixed-precision` = `--mixed_precision`)."""
+    node = root.get(section)
+    return {normal_flag(flag): (flag, value) for flag, value in node.items()} if node is not None else {}
+
+
+def _switch(node: Node) -> Optional[bool]:
+    """`--fp16` alone, or `--fp16 True` (HF TrainingArguments style)."""
+    if node.value is True:
+        return True
+    text = str(node.value).strip().lower()
+    return True if text in _TRUE else False if text in _FALSE else None
+
+
+def _precision(doc: Document, root: Node, section: str) -> List[Setting]:
+    flags = _flags(root, section)
+    found: List[Setting] = []
+    if "--mixed_precision" in flags:
+        flag, node = flags["--mixed_precision"]
+        word = precision_word(node.value) if node.value is not True else None
+        if word:
+            found.append(setting(doc, node, "precision", word, TOOL, flag, note=WHOSE[section]))
+    for legacy in ("--fp16", "--bf16"):  # old accelerate `--fp16`, old autotrain, TrainingArguments
+        if legacy in flags and _switch(flags[legacy][1]):
+            flag, node = flags[legacy]
+            found.append(setting(doc, node, "precision", legacy[2:], TOOL, flag, note=WHOSE[section]))
+    return found
+
+
+def _device(doc: Document, root: Node) -> List[Setting]:
+    """`accelerate launch --cpu` (also ignores the default accelerate config), or a script's `--cpu`."""
+    for section in ("launcher_flags", "script_flags"):
+        flags = _flags(root, section)
+        if "--cpu" in flags and _switch(flags["--cpu"][1]):
+            flag, node = flags["--cpu"]
+            return [setting(doc, node, "device", "cpu", TOOL, flag, note=WHOSE[section])]
+    return [default(doc, "device", "auto", "cuda if available", TOOL, "--cpu")]
+
+
+def _distributed(doc: Document, root: Node) -> List[Setting]:
+    launcher = root.get("launcher")
+    if launcher is None or launcher.value != "accelerate":
+        return []
+    flags = _flags(root, "launcher_flags")
+    return [setting(doc, flags[f][1], "distributed", kind, TOOL, flags[f][0]) for f, kind in DISTRIBUTED.items()
+            if f in flags and _switch(flags[f][1])]
+
+
+def _adapter(doc: Document, root: Node) -> List[Setting]:
+    """DoRA from the script's `--use_dora` (diffusers' *_lora scripts) or `--dora`; the
+    diffusers LoRA scripts say so in their name (train_dreambooth_lora_sdxl.py)."""
+    found: List[Setting] = []
+    script = root.get("script")
+    name = os.path.basename(str(script.value)).lower() if script is not None else ""
+    if "lora" in name:
+        found.append(default(doc, "adapter", "lora", script.value if script else None, TOOL, "script",
+                             note="a LoRA training script, by its name"))
+    flags = _flags(root, "script_flags")
+    for flag in ("--use_dora", "--dora"):
+        if flag in flags:
+            written, node = flags[flag]
+            on = _switch(node)
+            if on is not None:
+                found.append(setting(doc, node, "dora", on, TOOL, written))
+    return found
+
+
+def label(doc: Document) -> str:
+    root = mapping_root(doc)
+    launcher = root.get("launcher") if root is not None else None
+    script = root.get("script") if root is not None else None
+    what = "%s launch" % launcher.value if launcher is not None else "script"
+    return "%s of %s" % (what, script.value) if script is not None else what
+
+
+FORMATS = (Format(tool=TOOL, syntaxes=("shell",), recognise=recognise, read=read, label=label),)
