@@ -40,7 +40,7 @@ def test_fp16_on_the_cpu_asked_by_the_config_is_an_error_naming_its_line() -> No
     finding = next(f for f in cpu_half(env_with(autotrain("fp16", "fp16"))) if f.code == "fp16-missing")
     assert finding.severity is Severity.ERROR
     assert finding.title.startswith("train.yaml:3 `mixed_precision: fp16` asks for fp16 on the CPU; this torch has no fp16 layer_norm")
-    assert finding.evidence[0] == "train.yaml:3 `mixed_precision: fp16` asks for fp16"
+    assert finding.evidence[0] == "train.yaml:3 `mixed_precision: fp16` asks for fp16 (compute)"
     assert finding.evidence[1] == "train.yaml: `device` absent, autotrain-advanced's default cuda if available: the training device"
     assert finding.subject["config"] == {"file": "train.yaml", "line": 3, "key": "params.mixed_precision", "tool": "autotrain", "default": False}
     assert "precision-fp32" in {r.id for r in finding.remedies}

@@ -211,8 +211,15 @@ def merge(intents: Sequence[Intent]) -> Intent:
 
 
 def config_evidence(intent: Optional[Intent], asked: Sequence[Setting]) -> Tuple[str, ...]:
-    """Evidence lines naming where the config asks: the settings, then the training device."""
-    lines = ["%s asks for %s" % (s.where(), s.value) for s in asked]
+    """Evidence lines naming where the config asks: one line per written token (a precision
+    that also casts the weights is one token, one line), then the training device."""
+    tokens: Dict[Tuple[Any, ...], List[Setting]] = {}
+    for s in asked:
+        tokens.setdefault((s.file, s.start, s.key) if not s.default else (s.file, s.key, s.part), []).append(s)
+    lines = []
+    for same in tokens.values():
+        what = ", ".join("%s weights" % s.part if s.part else "compute" for s in same)
+        lines.append("%s asks for %s (%s)" % (same[0].where(), same[0].value, what))
     device = intent.effective("device") if intent is not None else None
     if asked and device is not None:
         lines.append("%s: the training device" % device.where())
