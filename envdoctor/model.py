@@ -252,6 +252,10 @@ class Check:
     timeout_s: Optional[float] = None  # the default budget when the user gives no --timeout and more is expected
     order: int = 100  # cheap and foundational checks first, slow GPU ones last
     signatures: Tuple[Signature, ...] = ()
+    # Which worker runs it: "main", or "libraries" for checks that import the training
+    # libraries (a second worker beside the main one). Placeholder in this branch: the
+    # lead's real field replaces it on merge.
+    group: str = "main"
 
     def judge(self, facts: Dict[str, Any], env: Environment) -> List[Finding]:
         if _positional_arity(self.diagnose) >= 2:
