@@ -321,7 +321,7 @@ def test_summaries() -> None:
     assert CHECK.summarize(facts_of(PEFT, "dora-fp8")) == (
         "peft 0.21.2 · DoRA on float8 fails · LoRA on float8 ok · DoRA on bfloat16 ok")
     assert CHECK.summarize(facts_of(NO_PEFT, "dora-fp8")) == (
-        "torch arithmetic (no peft) · DoRA on float8 fails · DoRA on float8 upcast first ok · LoRA on float8 ok · "
+        "plain-torch DoRA math (no peft) · DoRA on float8 fails · DoRA on float8 upcast first ok · LoRA on float8 ok · "
         "DoRA on bfloat16 ok")
 
 

@@ -257,7 +257,7 @@ def summarize(facts: Dict[str, Any]) -> str:
     runs = list(facts.get("runs") or ())
     if not runs:
         return "no float8 dtypes in this torch" if not facts.get("float8") else "nothing to probe"
-    head = "peft %s" % facts.get("peft") if facts.get("library") == "peft" else "torch arithmetic (%s)" % (
+    head = "peft %s" % facts.get("peft") if facts.get("library") == "peft" else "plain-torch DoRA math (%s)" % (
         "--quick" if facts.get("quick") else "no peft")
     parts = [head]
     groups: Dict[str, List[Run]] = {}
