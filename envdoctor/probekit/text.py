@@ -5,6 +5,8 @@ Stdlib only, Python 3.8+.
 
 from __future__ import annotations
 
+import re
+import traceback
 from typing import Any, Iterable, List, Optional
 
 _MAX_MESSAGE = 600
@@ -76,3 +78,26 @@ def dedupe(items: Iterable[str]) -> List[str]:
         if item not in out:
             out.append(item)
     return out
+
+
+# Where an installed package's files start in a path: the last site-packages/dist-packages.
+_INSTALLED_RE = re.compile(r"/(?:site|dist)-packages/")
+
+
+def library_frame(exc: BaseException, package: str) -> Optional[str]:
+    """The innermost traceback frame inside `package`, relative to where it is installed and
+    without the machine's paths: 'peft/tuners/lora/dora.py: get_weight_norm'. None when no
+    frame of the traceback is in that package."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = frame.filename.replace("\\", "/")
+        found = list(_INSTALLED_RE.finditer(path))
+        if found:
+            path = path[found[-1].end():]
+        else:  # a source checkout on sys.path: the last directory named like the package
+            cut = path.rfind("/%s/" % package)
+            if cut < 0:
+                continue
+            path = path[cut + 1:]
+        if path.split("/", 1)[0] == package:
+            return "%s: %s" % (path, frame.name)
+    return None
