@@ -155,10 +155,11 @@ class PendingCheck:
         return "main" if self.request.quick else loaded.check.group
 
     def finish(self, on_event: Optional[EventCallback] = None) -> Report:
-        ctx = {
-            "devices": list(self.request.devices) if self.request.devices else None,
-            "options": dict(self.request.options, intent=self.intent.summary() if self.intent else None, quick=self.request.quick),
-        }
+        options = dict(self.request.options)  # a caller's own probe options stand unless a config or --quick says more
+        if self.intent is not None:
+            options["intent"] = self.intent.summary()
+        options["quick"] = self.request.quick or bool(options.get("quick"))
+        ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": options}
         skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
         runnable = [c for c in self.selected if c not in skipped]
         runs: Dict[str, RunResult] = {}
