@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
+from types import ModuleType
 from typing import List, Optional, Tuple
 
 from envdoctor.configs.document import ConfigError, Document, read_text
@@ -27,20 +29,35 @@ FORMAT_MODULES = (
     "envdoctor.configs.axolotl",
     "envdoctor.configs.launch",
 )
+_TOML_TABLE = re.compile(r"\[\[?[ \t]*[A-Za-z0-9_.-]+[ \t]*\]\]?[ \t]*(?:#.*)?\r?$")
 _BY_EXTENSION = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sh": "shell", ".bash": "shell", ".txt": "shell"}
 
 
 def formats() -> List[Format]:
-    return [f for name in FORMAT_MODULES for f in importlib.import_module(name).FORMATS]
+    return [f for name in FORMAT_MODULES for f in getattr(_reader(name), "FORMATS", ())]
+
+
+def _reader(name: str) -> Optional[ModuleType]:
+    """One of the modules above, or None while it is not written yet (the readers land one
+    by one); a module that is there but fails to import is an error, as ever."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name:
+            raise
+        return None
 
 
 def syntax_order(path: str, text: str) -> List[str]:
     """The parsers to try, most likely first."""
-    head = text.lstrip("\ufeff \t\r\n")[:1]
+    first_line = text.lstrip("\ufeff \t\r\n").split("\n", 1)[0]
+    head = first_line[:1]
     guesses: List[str] = []
-    if head in "{[":
-        guesses.append("json")
     by_ext = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
+    if head == "[" and (by_ext == "toml" or _TOML_TABLE.match(first_line)):  # TOML files often start with a [table]
+        guesses.append("toml")
+    if head and head in "{[":
+        guesses.append("json")
     if by_ext:
         guesses.append(by_ext)
     if _looks_like_launch_line(text):
@@ -66,8 +83,11 @@ def read_config(path: str) -> Intent:
     text = read_text(path)
     likely_error: Optional[ConfigError] = None
     for index, syntax in enumerate(syntax_order(path, text)):
+        parser = _reader(PARSERS[syntax])
+        if parser is None:
+            continue
         try:
-            doc = importlib.import_module(PARSERS[syntax]).parse(path, text)
+            doc = parser.parse(path, text)
         except ConfigError as exc:
             likely_error = exc if index == 0 else likely_error
             continue
