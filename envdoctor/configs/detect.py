@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from types import ModuleType
+import re
 from typing import List, Optional, Tuple
 
 from envdoctor.configs.document import ConfigError, Document, read_text
@@ -28,31 +28,24 @@ FORMAT_MODULES = (
     "envdoctor.configs.axolotl",
     "envdoctor.configs.launch",
 )
+_TOML_TABLE = re.compile(r"\[\[?[ \t]*[A-Za-z0-9_.-]+[ \t]*\]\]?[ \t]*(?:#.*)?\r?$")
 _BY_EXTENSION = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".sh": "shell", ".bash": "shell", ".txt": "shell"}
 
 
 def formats() -> List[Format]:
-    return [f for module in map(_module, FORMAT_MODULES) if module is not None for f in module.FORMATS]
-
-
-def _module(name: str) -> Optional[ModuleType]:
-    """A parser or reader module; None when this build lacks it (the readers land one
-    branch at a time). An import error inside a module that exists still raises."""
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name != name:
-            raise
-        return None
+    return [f for name in FORMAT_MODULES for f in importlib.import_module(name).FORMATS]
 
 
 def syntax_order(path: str, text: str) -> List[str]:
     """The parsers to try, most likely first."""
-    head = text.lstrip("\ufeff \t\r\n")[:1]
+    first_line = text.lstrip("\ufeff \t\r\n").split("\n", 1)[0]
+    head = first_line[:1]
     guesses: List[str] = []
-    if head in "{[":
-        guesses.append("json")
     by_ext = _BY_EXTENSION.get(os.path.splitext(path)[1].lower())
+    if head == "[" and (by_ext == "toml" or _TOML_TABLE.match(first_line)):  # TOML files often start with a [table]
+        guesses.append("toml")
+    if head and head in "{[":
+        guesses.append("json")
     if by_ext:
         guesses.append(by_ext)
     if _looks_like_launch_line(text):
@@ -85,8 +78,8 @@ def read_config(path: str) -> Intent:
     a file no parser reads gets the error of the most likely parser (with its line)."""
     text = read_text(path)
     likely_error: Optional[ConfigError] = None
-    parsers = [module for module in (_module(PARSERS[syntax]) for syntax in syntax_order(path, text)) if module is not None]
-    for index, parser in enumerate(parsers):
+    for index, syntax in enumerate(syntax_order(path, text)):
+        parser = importlib.import_module(PARSERS[syntax])
         try:
             doc = parser.parse(path, text)
         except ConfigError as exc:

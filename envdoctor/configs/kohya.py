@@ -1,0 +1,295 @@
+"""kohya's configs → Settings: sd-scripts' TOML, the kohya_ss GUI's saved JSON and its config.toml.
+
+- sd-scripts `--config_file X.toml` (github.com/kohya-ss/sd-scripts at
+  48d368fa557731ad0488c07304dfeba8c07910eb, `SS/...` below): the keys are the argparse
+  option names, and the tables are only for the reader's eyes. read_config_from_file
+  (SS/library/train_util.py L4748-4760) copies the top-level keys and then each table's
+  keys into one namespace, in file order, so a key written in two tables counts as the
+  one read last; a table inside a table is not opened. This reader takes that same
+  value (Document.flat, the last entry at depth 0 or 1) and notes where it shadows another.
+- kohya_ss GUI (github.com/bmaltais/kohya_ss at 45088f04af78e11cec5407ff4652ea3ed2c14422,
+  `GUI/...`): its saved configs and presets are flat JSON with the same option names
+  plus "LoRA_type" and "dora_wd"; its config.toml holds the GUI's defaults in tables
+  ([accelerate_launch] mixed_precision, [advanced] fp8_base, ...).
+
+`save_precision` is only the dtype of the saved file, and model paths that say "fp16"
+are names: neither is a setting.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+from envdoctor.configs.document import Document, Node
+from envdoctor.configs.intent import Setting
+from envdoctor.configs.reading import Format, default, setting
+
+SCRIPTS = "kohya"
+GUI = "kohya_ss"
+
+# A key's value and its key path as written ("training_arguments.mixed_precision"), or None.
+Lookup = Callable[[str], Optional[Tuple[str, Node]]]
+
+# mixed_precision: sd-scripts "no" | "fp16" | "bf16", default "no" (SS/library/train_util.py
+# L3981-3986; passed to Accelerator explicitly, L5494-5496, so accelerate's config does not
+# change it); the GUI's dropdown adds "fp8" (GUI/kohya_gui/class_accelerate_launch.py L21-26).
+PRECISIONS = {"no": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}
+
+# network_module → adapter. sd-scripts' own modules (SS/networks/): lora*, dylora, lora_fa are
+# LoRA, oft* is OFT; the kohya_ss GUI also names networks.loha / networks.lokr
+# (GUI/kohya_gui/lora_gui.py L1951, L1963).
+_MODULE_PREFIXES = (("networks.lora", "lora"), ("networks.dylora", "lora"), ("networks.oft", "oft"),
+                    ("networks.loha", "loha"), ("networks.lokr", "lokr"))
+LYCORIS = "lycoris.kohya"
+# LyCORIS `algo=` (github.com/KohakuBlueleaf/LyCORIS lycoris/kohya.py L47 at
+# f49d30d670591ec8841d241d79aaa8449b30a715: default "lora", lower-cased); ia3 and glora
+# have no name in envdoctor's vocabulary.
+ALGOS = {"lora": "lora", "locon": "lora", "dylora": "lora", "loha": "loha", "lokr": "lokr",
+         "diag-oft": "oft", "boft": "oft", "full": "full"}
+
+# The GUI's "LoRA_type" choices (GUI/kohya_gui/lora_gui.py L2719-2744) → adapter; iA3 and GLoRA have none.
+LORA_TYPES = {
+    "Standard": "lora", "LoCon": "lora", "Kohya LoCon": "lora", "LyCORIS/LoCon": "lora", "Kohya DyLoRA": "lora",
+    "LyCORIS/DyLoRA": "lora", "LoRA-FA": "lora", "Flux1": "lora", "Anima": "lora", "HunyuanImage-2.1": "lora",
+    "Lumina": "lora", "Kohya LoHa": "loha", "LyCORIS/LoHa": "loha", "Kohya LoKr": "lokr", "LyCORIS/LoKr": "lokr",
+    "Flux1 OFT": "oft", "LyCORIS/BOFT": "oft", "LyCORIS/Diag-OFT": "oft", "LyCORIS/Native Fine-Tuning": "full",
+}
+# The types whose network_args the GUI builds with dora_wd={dora_wd} (GUI/kohya_gui/lora_gui.py L1841-1852).
+DORA_LORA_TYPES = ("LoCon", "LyCORIS/LoCon", "LyCORIS/LoHa", "LyCORIS/LoKr")
+
+# Recognition. sd-scripts option names a training TOML is made of (not the dataset config's).
+_SCRIPT_KEYS = frozenset((
+    "pretrained_model_name_or_path", "network_module", "network_dim", "network_alpha", "network_args", "network_weights",
+    "network_train_unet_only", "network_train_text_encoder_only", "output_dir", "output_name", "save_model_as",
+    "save_precision", "save_every_n_epochs", "mixed_precision", "full_fp16", "full_bf16", "fp8_base", "fp8_base_unet",
+    "train_data_dir", "dataset_config", "train_batch_size", "max_train_epochs", "max_train_steps", "optimizer_type",
+    "optimizer_args", "lr_scheduler", "learning_rate", "unet_lr", "text_encoder_lr", "cache_latents", "xformers", "sdpa",
+    "gradient_checkpointing", "gradient_accumulation_steps", "no_half_vae", "v2", "v_parameterization", "clip_skip",
+    "logging_dir", "seed", "max_data_loader_n_workers", "persistent_data_loader_workers", "min_snr_gamma", "noise_offset",
+))
+_SCRIPT_ONLY = ("pretrained_model_name_or_path", "network_module")
+# Keys only the GUI's JSON has (its widget names; sd-scripts has no such options).
+_GUI_KEYS = frozenset((
+    "LoRA_type", "LyCORIS_preset", "model_list", "additional_parameters", "lr_warmup", "epoch", "max_resolution",
+    "stop_text_encoder_training", "sdxl", "sdxl_no_half_vae", "flux1_checkbox", "sd3_checkbox", "train_on_input",
+    "dora_wd", "num_cpu_threads_per_process", "extra_accelerate_launch_args", "save_as_bool", "use_cp",
+))
+# config.toml's tables (GUI/config example.toml).
+_GUI_TABLES = ("accelerate_launch", "advanced", "basic", "folders", "configuration", "dataset_preparation", "wd14_caption")
+
+
+# -- sd-scripts TOML
+
+def recognise_scripts(doc: Document) -> int:
+    if doc.root.kind != "mapping" or _gui_tables(doc) >= 2 or doc.root.get("accelerate_launch") is not None:
+        return 0
+    keys = [k for k in _SCRIPT_KEYS if _flat(doc, k) is not None]
+    if any(k in keys for k in _SCRIPT_ONLY) or len(keys) >= 3:
+        return 10 + len(keys)
+    return 5 if len(keys) == 2 else 0
+
+
+def read_scripts(doc: Document) -> List[Setting]:
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        return _flat(doc, key)
+
+    out = _precision(doc, SCRIPTS, lookup, "mixed_precision", default_raw="no")
+    out += _weights(doc, SCRIPTS, lookup)
+    out += _trained(doc, lookup)
+    out += _network(doc, lookup)
+    return out
+
+
+def _flat(doc: Document, key: str) -> Optional[Tuple[str, Node]]:
+    """The value sd-scripts reads for `key` (the last one in file order at depth 0 or 1), with
+    its key path ("training_arguments.mixed_precision")."""
+    found = [(path, node) for path, node in doc.flat.get(key, ()) if len(path) <= 1]
+    if not found:
+        return None
+    path, node = found[-1]
+    return ".".join(path + (key,)), node
+
+
+def _shadowed(doc: Document, key: str) -> str:
+    """A note naming the earlier places of a key written in several tables."""
+    found = [(path, node) for path, node in doc.flat.get(key, ()) if len(path) <= 1]
+    if len(found) < 2:
+        return ""
+    places = ", ".join("%s line %d" % ("[%s]" % path[0] if path else "top level", node.line) for path, node in found[:-1])
+    return "also set at %s; sd-scripts reads the tables in order, so the last one counts" % places
+
+
+def _trained(doc: Document, lookup: Lookup) -> List[Setting]:
+    # network_train_unet_only / network_train_text_encoder_only (SS/train_network.py L1809-1815)
+    out: List[Setting] = []
+    for key, trained, frozen in (("network_train_unet_only", "unet", "text_encoder"), ("network_train_text_encoder_only", "text_encoder", "unet")):
+        found = _on(lookup, key)
+        if found is not None:
+            out.append(setting(doc, found[1], "train", True, SCRIPTS, found[0], part=trained))
+            out.append(setting(doc, found[1], "train", False, SCRIPTS, found[0], part=frozen))
+    return out
+
+
+def _network(doc: Document, lookup: Lookup) -> List[Setting]:
+    """adapter from network_module (and LyCORIS' algo=), dora from a `dora_wd=` string in
+    network_args, the span being that string inside the array."""
+    module = lookup("network_module")
+    if module is None or not isinstance(module[1].value, str):
+        return []  # no network: fine_tune.py / train_db.py, a full fine-tune; nothing this file says
+    args = _network_args(lookup)
+    name = module[1].value.strip()
+    out: List[Setting] = []
+    if name == LYCORIS:
+        algo = args.get("algo")
+        adapter = "lora" if algo is None else ALGOS.get(algo[2].strip('"').lower(), "")
+        if algo is None:
+            out.append(setting(doc, module[1], "adapter", adapter, SCRIPTS, module[0], note="no algo= in network_args: LyCORIS' default lora"))
+        elif adapter:
+            out.append(setting(doc, algo[1], "adapter", adapter, SCRIPTS, algo[0]))
+        if adapter not in ("lora", "loha", "lokr"):  # weight decomposition is for these (LyCORIS docs/Network-Args.md)
+            return out
+        # sd-scripts splits each "key=value" once and passes the strings on (SS/train_network.py L664-668);
+        # LyCORIS reads dora_wd with str_bool: anything but "false" is True (lycoris/utils/__init__.py L44-45).
+        dora = args.get("dora_wd")
+        if dora is not None:
+            out.append(setting(doc, dora[1], "dora", dora[2].lower() != "false", SCRIPTS, dora[0]))
+        else:
+            out.append(default(doc, "dora", False, "False", SCRIPTS, "network_args.dora_wd"))
+        return out
+    adapter_name = next((adapter for prefix, adapter in _MODULE_PREFIXES if name.startswith(prefix)), None)
+    if adapter_name is not None:
+        out.append(setting(doc, module[1], "adapter", adapter_name, SCRIPTS, module[0]))
+    return out
+
+
+def _network_args(lookup: Lookup) -> Dict[str, Tuple[str, Node, str]]:
+    """network_args' "key=value" strings: key → (key path, the string's Node, value); the last wins."""
+    found = lookup("network_args")
+    if found is None or found[1].kind != "sequence":
+        return {}
+    out: Dict[str, Tuple[str, Node, str]] = {}
+    for item in found[1].value:
+        if isinstance(item.value, str) and "=" in item.value:
+            key, value = item.value.split("=", 1)
+            out[key] = (found[0], item, value)
+    return out
+
+
+# -- what sd-scripts and the GUI share
+
+def _precision(doc: Document, tool: str, lookup: Lookup, key: str, default_raw: Optional[str]) -> List[Setting]:
+    found = lookup(key.rsplit(".", 1)[-1])
+    if found is None:
+        if default_raw is None:
+            return []
+        return [default(doc, "precision", PRECISIONS[default_raw], default_raw, tool, key)]
+    raw = found[1].value
+    if not isinstance(raw, str) or raw.strip().lower() not in PRECISIONS:
+        return []
+    return [setting(doc, found[1], "precision", PRECISIONS[raw.strip().lower()], tool, found[0], note=_note(doc, tool, key))]
+
+
+def _weights(doc: Document, tool: str, lookup: Lookup) -> List[Setting]:
+    """The base model's weights: fp8 with fp8_base (U-Net and, without fp8_base_unet, the text
+    encoders) or fp8_base_unet (SS/train_network.py L829-839); otherwise the whole U-Net in
+    fp16 / bf16 with full_fp16 / full_bf16 (L814-825)."""
+    out: List[Setting] = []
+    unet = [(_on(lookup, "fp8_base_unet") or _on(lookup, "fp8_base"), "fp8"), (_on(lookup, "full_fp16"), "fp16"), (_on(lookup, "full_bf16"), "bf16")]
+    for found, dtype in unet:
+        if found is not None:
+            out.append(setting(doc, found[1], "weight_dtype", dtype, tool, found[0], part="unet", note=_note(doc, tool, found[0])))
+            break
+    fp8_text = _on(lookup, "fp8_base")
+    if fp8_text is not None and _on(lookup, "fp8_base_unet") is None:
+        out.append(setting(doc, fp8_text[1], "weight_dtype", "fp8", tool, fp8_text[0], part="text_encoder", note=_note(doc, tool, fp8_text[0])))
+    return out
+
+
+def _on(lookup: Lookup, key: str) -> Optional[Tuple[str, Node]]:
+    """A flag that is on, as sd-scripts tests it (`if args.fp8_base:`: Python truth)."""
+    found = lookup(key)
+    return found if found is not None and found[1].kind == "scalar" and bool(found[1].value) else None
+
+
+def _note(doc: Document, tool: str, key: str) -> str:
+    return _shadowed(doc, key.rsplit(".", 1)[-1]) if tool == SCRIPTS and doc.syntax == "toml" else ""
+
+
+# -- kohya_ss GUI: saved JSON
+
+def recognise_gui_json(doc: Document) -> int:
+    root = doc.root
+    if root.kind != "mapping":
+        return 0
+    if isinstance(getattr(root.get("LoRA_type"), "value", None), str):
+        return 20
+    gui = sum(1 for key in _GUI_KEYS if key in root.value)
+    scripts = sum(1 for key in _SCRIPT_KEYS if key in root.value)
+    return 10 + gui + min(scripts, 5) if gui >= 2 and scripts >= 2 else 0
+
+
+def read_gui_json(doc: Document) -> List[Setting]:
+    root = doc.root
+
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        node = root.get(key)
+        return None if node is None else (key, node)
+
+    # mixed_precision absent: the GUI keeps whatever its form holds (config.toml's value), not a file default
+    out = _precision(doc, GUI, lookup, "mixed_precision", default_raw=None)
+    out += _weights(doc, GUI, lookup)
+    lora_type = root.get("LoRA_type")
+    kind = lora_type.value if lora_type is not None and isinstance(lora_type.value, str) else None
+    if lora_type is not None and kind in LORA_TYPES:
+        out.append(setting(doc, lora_type, "adapter", LORA_TYPES[kind], GUI, "LoRA_type"))
+    if kind in DORA_LORA_TYPES:
+        dora = root.get("dora_wd")
+        if dora is None:
+            out.append(default(doc, "dora", False, False, GUI, "dora_wd"))  # the checkbox's default (GUI/kohya_gui/lora_gui.py L2870-2871)
+        elif isinstance(dora.value, bool):
+            out.append(setting(doc, dora, "dora", dora.value, GUI, "dora_wd"))
+    return out
+
+
+def label_gui_json(doc: Document) -> str:
+    lora_type = doc.root.get("LoRA_type")
+    if lora_type is not None and isinstance(lora_type.value, str):
+        return "kohya_ss GUI config (LoRA_type %s)" % lora_type.value
+    return "kohya_ss GUI config"
+
+
+# -- kohya_ss GUI: config.toml
+
+def recognise_gui_toml(doc: Document) -> int:
+    if doc.root.kind != "mapping":
+        return 0
+    tables = _gui_tables(doc)
+    if getattr(doc.root.get("accelerate_launch"), "kind", None) == "mapping":
+        return 20 + tables
+    return 10 + tables if tables >= 2 else 0
+
+
+def read_gui_toml(doc: Document) -> List[Setting]:
+    root = doc.root
+    table = {"mixed_precision": "accelerate_launch"}  # the others are in [advanced]
+
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        section = table.get(key, "advanced")
+        node = root.get(section, key)
+        return None if node is None else ("%s.%s" % (section, key), node)
+
+    # absent: the dropdown's default "fp16" (GUI/kohya_gui/class_accelerate_launch.py L24)
+    out = _precision(doc, GUI, lookup, "accelerate_launch.mixed_precision", default_raw="fp16")
+    out += _weights(doc, GUI, lookup)
+    return out
+
+
+def _gui_tables(doc: Document) -> int:
+    return sum(1 for name in _GUI_TABLES if getattr(doc.root.get(name), "kind", None) == "mapping")
+
+
+FORMATS: Tuple[Format, ...] = (
+    Format(tool=SCRIPTS, syntaxes=("toml",), recognise=recognise_scripts, read=read_scripts, label=lambda doc: "kohya sd-scripts config"),
+    Format(tool=GUI, syntaxes=("json",), recognise=recognise_gui_json, read=read_gui_json, label=label_gui_json),
+    Format(tool=GUI, syntaxes=("toml",), recognise=recognise_gui_toml, read=read_gui_toml, label=lambda doc: "kohya_ss GUI config.toml"),
+)
