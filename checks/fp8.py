@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.commands import config_remedy, pip_remedy
+from envdoctor.commands import pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
 from envdoctor.probekit.gpus import capability_tuple, identity
 from envdoctor.probekit.ops import randn, run_op, seeded_generator
@@ -101,13 +101,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------- rules
 
+# Plain tensor math is this check's; adapters on an fp8 base (DoRA off, a bf16 base) are dora-fp8's.
 PROMOTION_REMEDIES = (
     Remedy("Upcast fp8 weights before any math with other dtypes: `w.to(torch.bfloat16)` (what OneTrainer's fp8 fix does "
            "before the DoRA norm)", id="upcast-fp8"),
-    config_remedy("Turn DoRA off while the base weights are fp8 (OneTrainer `lora_decompose: false`, peft `use_dora=False`)",
-                  "dora-off", {"dora": False}),
-    config_remedy("Load the base weights in bf16 instead of fp8 (OneTrainer `weight_dtype: BFLOAT_16` for the trained part)",
-                  "base-bf16", {"weight_dtype": "bf16"}),
 )
 
 

@@ -110,3 +110,31 @@ def test_a_config_forcing_the_cpu_beside_a_gpu_is_a_warning_with_the_cuda_edit()
 def test_a_device_the_machine_has_is_no_finding() -> None:
     assert torch_install(onetrainer_device("cuda"), ["cpu", "cuda:0"]) == []
     assert torch_install(onetrainer_device("cpu"), ["cpu"]) == []
+
+
+# ---- which file wins: real files of three tools read together
+
+
+def test_precedence_launch_flags_then_the_trainers_own_value_even_a_default_then_accelerate(tmp_path) -> None:
+    from envdoctor.configs.detect import read_configs
+
+    kohya = tmp_path / "lora.toml"
+    kohya.write_text('pretrained_model_name_or_path = "sdxl.safetensors"\nnetwork_module = "networks.lora"\n'
+                     'train_data_dir = "img"\noutput_dir = "out"\nlearning_rate = 1e-4\n')
+    accelerate = tmp_path / "default_config.yaml"
+    accelerate.write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\nmixed_precision: fp16\nuse_cpu: true\n")
+    launch = tmp_path / "run.sh"
+    launch.write_text("accelerate launch sdxl_train_network.py --config_file lora.toml\n")
+    intent = read_configs([str(accelerate), str(kohya), str(launch)])
+    # sd-scripts hands its own mixed_precision (default "no") to Accelerator: accelerate's fp16 loses
+    precision = intent.effective("precision")
+    assert (precision.tool, precision.value, precision.default) == ("kohya", "fp32", True)
+    # kohya has no device key: accelerate's use_cpu decides; the launch line said nothing
+    assert intent.effective("device").tool == "accelerate" and intent.value("device") == "cpu"
+    launch.write_text("accelerate launch --mixed_precision bf16 sdxl_train_network.py --config_file lora.toml\n")
+    assert intent_value(read_configs([str(accelerate), str(kohya), str(launch)]), "precision") == ("launch", "bf16")
+
+
+def intent_value(intent: Intent, name: str) -> tuple:
+    setting = intent.effective(name)
+    return (setting.tool, setting.value)

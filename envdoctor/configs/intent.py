@@ -28,11 +28,15 @@ DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4", "w8a8", "gguf")
 QUANTIZED = ("fp8", "int8", "int4", "nf4", "w8a8", "gguf")
 HALF = ("fp16", "bf16")
 
-# Which file wins when several set the same thing: a launch line's flags override the
-# trainer's config, which overrides accelerate's default config (accelerate passes the
-# launch flags to the script; trainers hand their own precision to Accelerator).
-TOOL_RANK = {"launch": 3, "accelerate": 1}
-DEFAULT_RANK = 2
+# Which value wins when several files set the same thing. A launch line's flags override
+# everything. A trainer's own value, even its default, overrides accelerate's config:
+# OneTrainer never reads it and kohya passes its `mixed_precision` (default "no") to
+# Accelerator explicitly (sd-scripts library/train_util.py L5494-5496 @48d368f). A
+# launch line's and accelerate's defaults mean only that nothing was said.
+def precedence(setting: Setting) -> int:
+    if setting.default:
+        return {"launch": 0, "accelerate": 1}.get(setting.tool, 3)
+    return {"launch": 5, "accelerate": 2}.get(setting.tool, 4)
 
 
 @dataclass(frozen=True)
@@ -123,12 +127,11 @@ class Intent:
         return [s for s in self.settings if s.name == name and (part is None or s.part == part)]
 
     def effective(self, name: str, part: Optional[str] = None) -> Optional[Setting]:
-        """The value that wins: explicit over default, then by TOOL_RANK, then the later file."""
+        """The value that wins (precedence(), then the later file)."""
         found = self.all(name, part)
         if not found:
             return None
-        ranked = sorted(enumerate(found), key=lambda item: (not item[1].default, TOOL_RANK.get(item[1].tool, DEFAULT_RANK), item[0]))
-        return ranked[-1][1]
+        return max(enumerate(found), key=lambda item: (precedence(item[1]), item[0]))[1]
 
     def value(self, name: str, part: Optional[str] = None) -> Any:
         setting = self.effective(name, part)
