@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -113,6 +114,9 @@ def codes(findings: List[Any]) -> List[str]:
     return [f.code for f in findings]
 
 
+_EMPTY_HF_HOME = tempfile.mkdtemp(prefix="envdoctor-tests-hf-home-")
+
+
 def run_envdoctor(
     *args: str,
     env: Optional[Dict[str, str]] = None,
@@ -124,8 +128,9 @@ def run_envdoctor(
     """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
     full_env.pop("ENVDOCTOR_CHECKS_PATH", None)
-    # the developer's own accelerate default config must not reach the tests unasked
-    full_env["HF_HOME"] = str(ROOT / "tests" / "no-hf-home")
+    # the developer's own accelerate default config must not reach the tests unasked (and
+    # the libraries the probes import may create cache folders there: not in the repository)
+    full_env["HF_HOME"] = _EMPTY_HF_HOME
     full_env.pop("ACCELERATE_CONFIG_FILE", None)
     full_env.update(env or {})
     return subprocess.run(
