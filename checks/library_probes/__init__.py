@@ -1,0 +1,60 @@
+"""library-probes: does the user's own transformers / diffusers code run in the precision and
+on the device the training config asks for?
+
+A micro-op that passes does not prove that a model will: the seeds failed inside CLIP's
+layer norm (seed 004: `"LayerNormKernelImpl" not implemented for 'Half'`, autotrain SDXL
+DreamBooth in fp16 on a CPU), a UNet and a VAE, and a T5 routed through apex FusedRMSNorm
+(seed 002). So, for each of transformers and diffusers installed in the target environment,
+the probe builds tiny models with random weights from configs written in code (CLIP text
+encoders, a T5 encoder, a UNet2DConditionModel, an AutoencoderKL; no hub, no network) and
+runs each forward and one backward step on the intent's device in its precision ("pure"
+half weights, or fp32 weights under autocast), or without a config in the common setups.
+
+One module per job: `models` (the tiny models), `setups` (which runs: pure functions of the
+intent), `probe` (worker side: the imports and runs, each a guarded step), `rules` (findings
+and remedies).
+
+It runs in the "libraries" worker group, beside the main checks: importing transformers and
+diffusers costs seconds (more than `import torch`), and a second worker overlaps it with them.
+"""
+
+from __future__ import annotations
+
+from envdoctor.model import Check, Signature
+
+from .probe import probe
+from .rules import ID, diagnose, summarize
+
+_MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
+                 r"diffusers[/\\]models[/\\](unets|autoencoders|attention|attention_processor|resnet|embeddings|normalization)")
+
+SIGNATURES = (
+    Signature("fp16-fails", r"\"?\w+\"? not implemented for 'Half'", frames=_MODEL_FRAMES,
+              cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
+                    "layer_norm, addmm, conv2d, group_norm on the CPU)"),
+    Signature("bf16-fails", r"\"?\w+\"? not implemented for 'BFloat16'", frames=_MODEL_FRAMES,
+              cause="this torch has no kernel for an operation the model runs in bf16 on this device"),
+    Signature("fp16-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              frames=(r"transformers[/\\]models[/\\]t5[/\\]", r"apex[/\\]normalization"),
+              cause="T5's layer norm ran through apex FusedRMSNorm (transformers 4.17 to 5.7 swap it in whenever "
+                    "apex.normalization imports), whose fused kernel rejects this mix of dtypes"),
+    Signature("fp16-fails", r"mixed dtype \(CPU\): expect parameter to have scalar type of Float",
+              frames=(r"transformers[/\\]models[/\\]clip[/\\]",),
+              cause="a layer norm's fp32 weights met half-precision activations on the CPU"),
+    Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
+              frames=(r"diffusers[/\\]models[/\\]",),
+              cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),
+)
+
+CHECK = Check(
+    id=ID,
+    title="transformers / diffusers models in the asked precision",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    timeout_s=180.0,  # importing transformers and diffusers takes seconds, on a slow disk a minute
+    order=80,  # after the torch-level checks: a failing micro-op explains a failing model
+    signatures=SIGNATURES,
+    group="libraries",  # its own worker, beside the main checks
+    quick=False,  # `check --quick` skips it: the imports cost seconds
+)

@@ -1,0 +1,268 @@
+"""The library-probes probe: imports each installed library (a guarded step each: a crash or
+hang is pinned on that library and the other's runs are kept), then runs each planned model
+forward (and backward) as a guarded step, recording what happened and where.
+
+Stdlib only, Python 3.8+: runs inside the worker; torch is passed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+import traceback
+import warnings
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.model import ProbeContext, available_devices, op_fact
+from envdoctor.probekit.distributions import installed
+from envdoctor.probekit.imports import record_import
+from envdoctor.probekit.ops import seeded_generator, synchronize
+from envdoctor.probekit.steps import StepLost, step
+from envdoctor.probekit.text import dtype_name, error_text, exception_chain, warning_texts
+
+from . import setups
+from .models import LIBRARIES, MODELS, TinyModel, first_output
+
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_MAX_FRAMES = 6
+
+
+class _LibraryLog(logging.Handler):
+    """The library's own log records (transformers and diffusers log to their own stderr
+    handler, not the root logger) during a run: kept in the facts, not printed."""
+
+    def __init__(self, library: str) -> None:
+        super().__init__(logging.WARNING)
+        self.logger = logging.getLogger(library)
+        self.records: List[str] = []
+        self._saved: Tuple[List[logging.Handler], bool] = ([], True)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001
+            return
+        if text not in self.records:
+            self.records.append(text)
+
+    def __enter__(self) -> _LibraryLog:
+        self._saved = (list(self.logger.handlers), self.logger.propagate)
+        self.logger.handlers = [self]
+        self.logger.propagate = False
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.logger.handlers, self.logger.propagate = self._saved
+
+
+def _roots(library_dir: Optional[str]) -> List[str]:
+    """Directories that frame paths are made relative to, longest first: where the library
+    lives, then sys.path (site-packages, a PYTHONPATH entry)."""
+    found = [os.path.dirname(library_dir)] if library_dir else []
+    found += [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
+    return sorted(set(found), key=len, reverse=True)
+
+
+def _relative(path: str, roots: List[str]) -> str:
+    """'transformers/models/clip/modeling_clip.py' for a file under one of `roots`: no machine paths."""
+    path = os.path.abspath(path)
+    for root in roots:
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+    return os.path.basename(path)
+
+
+def _dispatch(path: str) -> bool:
+    """torch.nn.Module's call machinery: between every two frames of a model, never the culprit."""
+    return path.replace(os.sep, "/").endswith("torch/nn/modules/module.py")
+
+
+def _frames(exc: BaseException, library_dir: Optional[str]) -> Tuple[Optional[str], List[str]]:
+    """The innermost frame inside the library ("transformers/models/clip/modeling_clip.py:
+    forward"), and the frames from the library's first one inwards (the last few)."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    roots = _roots(library_dir)
+    inside = [i for i, f in enumerate(tb) if library_dir and os.path.abspath(f.filename).startswith(library_dir + os.sep)]
+    shown = [f for f in (tb[inside[0]:] if inside else tb) if not _dispatch(f.filename)]
+    frames = ["%s: %s" % (_relative(f.filename, roots), f.name) for f in shown][-_MAX_FRAMES:]
+    innermost = "%s: %s" % (_relative(tb[inside[-1]].filename, roots), tb[inside[-1]].name) if inside else None
+    return innermost, frames
+
+
+def _build(torch: Any, spec: TinyModel, module: Any) -> Any:
+    """The model with the same random weights every time, without moving the global RNG."""
+    saved = torch.get_rng_state()
+    try:
+        torch.manual_seed(0)
+        return spec.build(module)
+    finally:
+        torch.set_rng_state(saved)
+
+
+def _finite(torch: Any, tensor: Any) -> bool:
+    return bool(torch.isfinite(tensor.detach().float()).all())
+
+
+def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact: Dict[str, Any]) -> None:
+    """Build, cast, forward, backward; `fact["phase"]` says how far it got."""
+    fact["phase"] = "build"
+    model = _build(torch, spec, module)
+    fact["parameters"] = sum(p.numel() for p in model.parameters())
+    if spec.describe is not None:
+        fact.update(spec.describe(model))
+    fact["phase"] = "cast"
+    weights = getattr(torch, TORCH_DTYPES[setup.weights])
+    model = model.to(device=setup.device, dtype=weights)
+    model.train(setup.training)  # dropout on while training, as the trainer's model.train()
+    model.requires_grad_(setup.training)
+    inputs = spec.inputs(torch, seeded_generator(torch, 0), setup.device, weights)
+    autocast: Any = contextlib.nullcontext()
+    if setup.autocast:
+        device_type = setup.device.split(":")[0]
+        autocast = torch.autocast(device_type=device_type, dtype=getattr(torch, TORCH_DTYPES[setup.autocast]))
+    fact["phase"] = "forward"
+    with autocast, (contextlib.nullcontext() if setup.training else torch.no_grad()):
+        out = first_output(model(**inputs))
+        synchronize(torch, setup.device)
+        fact["out_dtype"] = dtype_name(out.dtype)
+        fact["finite"] = _finite(torch, out)
+        loss = out.float().pow(2).mean() if setup.training else None
+    if loss is not None:
+        fact["phase"] = "backward"
+        loss.backward()
+        synchronize(torch, setup.device)
+        fact["grads_finite"] = all(_finite(torch, p.grad) for p in model.parameters() if p.grad is not None)
+    fact["phase"] = None
+
+
+def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, version: Optional[str],
+              library_dir: Optional[str]) -> Dict[str, Any]:
+    """One run as a guarded step, recorded as an op fact: op = the class, dtype = the mode."""
+    fact = op_fact(spec.label, setup.device, setup.mode, False)
+    fact.update(setup.to_fact())
+    fact.update({"library": spec.library, "version": version, "class": spec.label})
+    what = "running %s %s on %s (%s)" % (spec.label, setup.mode, setup.device,
+                                          "forward+backward" if setup.training else "forward")
+    fact["what"] = what
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught, _LibraryLog(spec.library) as log:
+        warnings.simplefilter("always")
+        try:
+            with step(what, op=spec.label, device=setup.device, dtype=setup.mode, package=spec.library, version=version):
+                _execute(torch, spec, module, setup, fact)
+            fact["ok"] = True
+        except StepLost as lost:
+            fact.update(error=lost.error, error_type=lost.error_type, lost=lost.state)
+        except Exception as exc:  # noqa: BLE001 - the failure is the fact
+            frame, frames = _frames(exc, library_dir)
+            fact.update(error=error_text(exc), error_type=type(exc).__name__, frame=frame, frames=frames)
+            causes = exception_chain(exc)[1:]
+            if causes:
+                fact["causes"] = causes
+    fact["duration_s"] = round(time.perf_counter() - start, 4)
+    if caught:
+        fact["warnings"] = warning_texts(caught, 5)
+    if log.records:
+        fact["log"] = log.records[:5]
+    return fact
+
+
+def _absent(fact: Dict[str, Any], name: str) -> bool:
+    """The import failed because the module (or a package above it) is not in this release."""
+    parts = name.split(".")
+    prefixes = [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
+    error = fact.get("error") or ""
+    return fact.get("error_type") == "ModuleNotFoundError" and any("No module named '%s'" % p in error for p in prefixes)
+
+
+def _import_model(spec: TinyModel, version: Optional[str]) -> Tuple[Any, Dict[str, Any]]:
+    """The module defining the class, imported as a guarded step: its own submodule, or the
+    next place in spec.modules when this release does not have that one."""
+    fact: Dict[str, Any] = {}
+    for i, name in enumerate(spec.modules):
+        fact = record_import(spec.library, name, version)
+        if i + 1 < len(spec.modules) and _absent(fact, name):
+            continue  # another layout
+        module = sys.modules.get(name) if fact.get("ok") else None
+        if module is not None and not hasattr(module, spec.label):
+            fact.update(ok=False, error_type="AttributeError", error="module '%s' has no attribute '%s'" % (name, spec.label))
+            module = None
+        return module, fact
+    return None, fact
+
+
+def _library_dir(library: str) -> Optional[str]:
+    module = sys.modules.get(library)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) if path else None
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    devices = available_devices(torch)
+    facts: Dict[str, Any] = {
+        "torch": torch.__version__,
+        "accelerators": [d for d in devices if d != "cpu"],
+        "libraries": [],
+        "ops": [],
+    }
+    if ctx.options.get("quick"):
+        facts["skipped"] = "quick"  # `check --quick`: the library imports are the slow part
+        return facts
+    plan = setups.plan(ctx.options.get("intent") or None, ctx.select_devices(torch))
+    facts["from_intent"] = plan.from_intent
+    facts["unavailable"] = plan.unavailable
+    threads = torch.get_num_threads()
+    # Tiny tensors gain nothing from intra-op threads, and this worker runs beside the main
+    # one: measured on 2 busy cores, a UNet run takes 0.04 s on one thread and 0.15-0.3 s on two.
+    torch.set_num_threads(1)
+    try:
+        _probe_libraries(torch, plan, facts)
+    finally:
+        torch.set_num_threads(threads)
+    return facts
+
+
+def _probe_libraries(torch: Any, plan: setups.Plan, facts: Dict[str, Any]) -> None:
+    done = {s.key for s in plan.setups}
+    imports_s = runs_s = 0.0
+    for library in LIBRARIES:
+        wanted = [s for s in plan.setups if MODELS[s.model].library == library]
+        if not wanted:
+            continue
+        version = installed((library,))[1]
+        entry: Dict[str, Any] = {"name": library, "version": version, "installed": version is not None or library in sys.modules}
+        facts["libraries"].append(entry)
+        if not entry["installed"]:
+            continue
+        top = record_import(library, library, version)
+        facts["ops"].append(top)
+        entry["version"] = version or top.get("version")
+        entry["imported"] = bool(top.get("ok"))
+        imports_s += top.get("import_s") or 0.0
+        if not top.get("ok"):
+            continue
+        library_dir = _library_dir(library)
+        modules: Dict[str, Any] = {}
+        for key in [m for m in MODELS if any(s.model == m for s in wanted)]:
+            modules[key], fact = _import_model(MODELS[key], entry["version"])
+            fact["for_model"] = key
+            facts["ops"].append(fact)
+            imports_s += fact.get("import_s") or 0.0
+        queue = list(wanted)
+        while queue:
+            setup = queue.pop(0)
+            spec = MODELS[setup.model]
+            if modules.get(setup.model) is None:
+                continue  # its import failed: that op is the fact
+            fact = run_setup(torch, spec, modules[setup.model], setup, entry["version"], library_dir)
+            runs_s += fact["duration_s"]
+            facts["ops"].append(fact)
+            if not fact["ok"] and plan.from_intent and setup.alternative_for is None:
+                extra = [a for a in setups.alternatives(setup, plan.setups) if a.key not in done]
+                done.update(a.key for a in extra)
+                queue[0:0] = extra
+    facts["imports_s"] = round(imports_s, 3)
+    facts["runs_s"] = round(runs_s, 3)
