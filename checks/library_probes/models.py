@@ -71,7 +71,8 @@ def _t5_inputs(torch: Any, gen: Any, device: str, dtype: Any) -> Dict[str, Any]:
 
 def _t5_norm(model: Any) -> Dict[str, Any]:
     """Which class T5's layer norm resolved to: transformers 4.17 to 5.7 use apex's
-    FusedRMSNorm whenever `apex.normalization` imports (modeling_t5.py, `T5LayerNorm = FusedRMSNorm`)."""
+    FusedRMSNorm whenever `apex.normalization` imports (docs/facts.md §5 "transformers wires
+    apex into T5")."""
     norm = type(model.encoder.final_layer_norm)
     return {"norm_class": "%s.%s" % (norm.__module__, norm.__name__)}
 

@@ -8,13 +8,14 @@ Stdlib only, Python 3.8+: runs inside the worker; torch is passed in.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import sys
 import time
 import traceback
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from envdoctor.model import ProbeContext, available_devices, op_fact
 from envdoctor.probekit.distributions import installed
@@ -102,6 +103,23 @@ def _build(torch: Any, spec: TinyModel, module: Any) -> Any:
         torch.set_rng_state(saved)
 
 
+def _keep_fp32(torch: Any, model: Any, weights: str) -> List[str]:
+    """Leave the model as from_pretrained(torch_dtype=...) loads it, which is how trainers and
+    pipelines get their half weights: transformers keeps `_keep_in_fp32_modules` (T5's `wo`) in
+    fp32 when loading in fp16, and `_keep_in_fp32_modules_strict` in fp16 and bf16
+    (modeling_utils.py, `_get_dtype_plan`; matched against the parameter name's parts)."""
+    keep = set(getattr(model, "_keep_in_fp32_modules", None) or ()) if weights == "fp16" else set()
+    if weights in setups.HALF:
+        keep |= set(getattr(model, "_keep_in_fp32_modules_strict", None) or ())
+    kept: List[str] = []
+    for name, param in model.named_parameters():
+        hits = [k for k in keep if k in name.split(".")]
+        if hits:
+            param.data = param.data.to(torch.float32)
+            kept += [k for k in hits if k not in kept]
+    return kept
+
+
 def _finite(torch: Any, tensor: Any) -> bool:
     return bool(torch.isfinite(tensor.detach().float()).all())
 
@@ -116,6 +134,9 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact
     fact["phase"] = "cast"
     weights = getattr(torch, TORCH_DTYPES[setup.weights])
     model = model.to(device=setup.device, dtype=weights)
+    kept = _keep_fp32(torch, model, setup.weights)
+    if kept:
+        fact["kept_fp32"] = kept
     model.train(setup.training)  # dropout on while training, as the trainer's model.train()
     model.requires_grad_(setup.training)
     inputs = spec.inputs(torch, seeded_generator(torch, 0), setup.device, weights)
@@ -201,6 +222,8 @@ def _library_dir(library: str) -> Optional[str]:
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    if ctx.options.get("quick"):  # `check --quick`: the library imports are the slow part
+        return {"skipped": "quick", "libraries": [], "ops": []}
     devices = available_devices(torch)
     facts: Dict[str, Any] = {
         "torch": torch.__version__,
@@ -208,9 +231,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "libraries": [],
         "ops": [],
     }
-    if ctx.options.get("quick"):
-        facts["skipped"] = "quick"  # `check --quick`: the library imports are the slow part
-        return facts
     plan = setups.plan(ctx.options.get("intent") or None, ctx.select_devices(torch))
     facts["from_intent"] = plan.from_intent
     facts["unavailable"] = plan.unavailable
@@ -227,42 +247,52 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 def _probe_libraries(torch: Any, plan: setups.Plan, facts: Dict[str, Any]) -> None:
     done = {s.key for s in plan.setups}
-    imports_s = runs_s = 0.0
     for library in LIBRARIES:
         wanted = [s for s in plan.setups if MODELS[s.model].library == library]
-        if not wanted:
-            continue
-        version = installed((library,))[1]
-        entry: Dict[str, Any] = {"name": library, "version": version, "installed": version is not None or library in sys.modules}
-        facts["libraries"].append(entry)
-        if not entry["installed"]:
-            continue
-        top = record_import(library, library, version)
-        facts["ops"].append(top)
-        entry["version"] = version or top.get("version")
-        entry["imported"] = bool(top.get("ok"))
-        imports_s += top.get("import_s") or 0.0
-        if not top.get("ok"):
-            continue
-        library_dir = _library_dir(library)
-        modules: Dict[str, Any] = {}
-        for key in [m for m in MODELS if any(s.model == m for s in wanted)]:
-            modules[key], fact = _import_model(MODELS[key], entry["version"])
-            fact["for_model"] = key
-            facts["ops"].append(fact)
-            imports_s += fact.get("import_s") or 0.0
-        queue = list(wanted)
-        while queue:
-            setup = queue.pop(0)
-            spec = MODELS[setup.model]
-            if modules.get(setup.model) is None:
-                continue  # its import failed: that op is the fact
-            fact = run_setup(torch, spec, modules[setup.model], setup, entry["version"], library_dir)
-            runs_s += fact["duration_s"]
-            facts["ops"].append(fact)
-            if not fact["ok"] and plan.from_intent and setup.alternative_for is None:
-                extra = [a for a in setups.alternatives(setup, plan.setups) if a.key not in done]
-                done.update(a.key for a in extra)
-                queue[0:0] = extra
-    facts["imports_s"] = round(imports_s, 3)
-    facts["runs_s"] = round(runs_s, 3)
+        if wanted:
+            _probe_library(torch, library, wanted, plan, done, facts)
+    facts["imports_s"] = round(sum(o.get("import_s") or 0.0 for o in facts["ops"]), 3)
+    facts["runs_s"] = round(sum(o.get("duration_s") or 0.0 for o in facts["ops"]), 3)
+
+
+def _installed(library: str) -> bool:
+    """Installed as a distribution, or importable all the same (a source checkout on the path);
+    find_spec of a top-level name runs none of its code."""
+    try:
+        return installed((library,))[0] is not None or importlib.util.find_spec(library) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _probe_library(torch: Any, library: str, wanted: List[setups.Setup], plan: setups.Plan, done: Set[str],
+                   facts: Dict[str, Any]) -> None:
+    """Import one library and its model modules, then run its setups (and, for a failing run
+    the intent asked for, the alternatives that measure the remedies)."""
+    version = installed((library,))[1]
+    entry: Dict[str, Any] = {"name": library, "version": version, "installed": _installed(library)}
+    facts["libraries"].append(entry)
+    if not entry["installed"]:
+        return
+    top = record_import(library, library, version)
+    facts["ops"].append(top)
+    entry["version"] = version or top.get("version")
+    entry["imported"] = bool(top.get("ok"))
+    if not top.get("ok"):
+        return
+    library_dir = _library_dir(library)
+    modules: Dict[str, Any] = {}
+    for key in [m for m in MODELS if any(s.model == m for s in wanted)]:
+        modules[key], fact = _import_model(MODELS[key], entry["version"])
+        fact["for_model"] = key
+        facts["ops"].append(fact)
+    queue = list(wanted)
+    while queue:
+        setup = queue.pop(0)
+        if modules.get(setup.model) is None:
+            continue  # its import failed: that op is the fact
+        fact = run_setup(torch, MODELS[setup.model], modules[setup.model], setup, entry["version"], library_dir)
+        facts["ops"].append(fact)
+        if not fact["ok"] and plan.from_intent and setup.alternative_for is None:
+            extra = [a for a in setups.alternatives(setup, plan.setups) if a.key not in done]
+            done.update(a.key for a in extra)
+            queue[0:0] = extra

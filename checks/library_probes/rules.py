@@ -20,9 +20,11 @@ from .setups import Setup, other_half
 
 ID = "library-probes"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-# A CPU kernel missing in a half dtype (FACTS.md: torch 2.0.1's layer_norm, addmm, conv2d, ...).
+# A CPU kernel missing in a half dtype (docs/facts.md §7 "What torch does on CPU": torch 2.0.1's
+# layer_norm, addmm, conv2d, ...).
 MISSING_KERNEL_RE = re.compile(r"not implemented for '(Half|BFloat16)'")
-# Measured: torch 2.13's CPU runs every model here forward and backward in fp16 and bf16.
+# Measured (tests/test_library_probes.py): torch 2.13's CPU runs every model here forward and
+# backward in fp16 and bf16; torch 2.0.1's fails each of them in fp16.
 KERNELS_MEASURED = (2, 13)
 PHASES = {"build": "construction", "cast": "cast", "forward": "forward", "backward": "backward step"}
 
@@ -144,6 +146,12 @@ def _in_config(settings: Sequence[Setting], value: str) -> str:
     return "; ".join("%s → %s" % (s.where(), value) for s in _dtype_settings(settings))
 
 
+def _fails_in_apex(run: Dict[str, Any]) -> bool:
+    """T5's layer norm is apex FusedRMSNorm and the failure was raised inside apex."""
+    return str(run.get("norm_class") or "").startswith("apex.") and any(
+        str(f).startswith("apex/") for f in [run.get("frame")] + list(run.get("frames") or ()))
+
+
 def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings: Sequence[Setting], facts: Dict[str, Any],
               env: Environment) -> Tuple[Remedy, ...]:
     setup = Setup.from_fact(run)
@@ -153,7 +161,7 @@ def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings:
     control = _control(all_runs, run)
     other = _sibling(all_runs, run, other_half(setup))
     remedies: List[Remedy] = []
-    if str(run.get("norm_class") or "").startswith("apex."):
+    if _fails_in_apex(run):
         remedies.append(pip_remedy(
             "Uninstall apex: transformers %s routes T5's layer norm through apex FusedRMSNorm whenever apex.normalization "
             "imports, and it fails here; without apex, T5 uses transformers' own T5LayerNorm" % run.get("version"),
