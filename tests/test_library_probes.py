@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 from conftest import ENV, check_of, env_of, facts_of, handwritten, load_fixture, run_envdoctor
 
-from envdoctor.configs.intent import ConfigSource, Intent, Setting
+from envdoctor.configs.detect import read_configs
+from envdoctor.configs.intent import ConfigSource, Intent, Setting, merge
 from envdoctor.engine import CheckRequest, run_check
 from envdoctor.model import Environment, Finding, ProbeContext, Severity
 from envdoctor.registry import load_checks
@@ -30,7 +31,7 @@ setups: Any = sys.modules["envdoctor.checks.library_probes.setups"]
 PROBE: Any = sys.modules["envdoctor.checks.library_probes.probe"]
 NEW = "library-probes-torch-2.13.0.json"  # torch 2.13 CPU, transformers 5.23.0, diffusers 0.42.1
 OLD = "library-probes-torch-2.0.1.json"  # torch 2.0.1, transformers 4.46.3, diffusers 0.31.0
-OLD_AUTOTRAIN = "library-probes-autotrain-fp16-torch-2.0.1.json"  # the same, with seed 004's intent
+OLD_AUTOTRAIN = "library-probes-autotrain-sdxl-fp16-torch-2.0.1.json"  # the same, `--config` seed 004's autotrain YAML
 CLASSES = {"CLIPTextModel", "T5EncoderModel", "UNet2DConditionModel", "AutoencoderKL"}
 # What torch 2.0.1 lacks on the CPU, where each model meets it (measured), innermost frames last.
 OLD_FP16 = {
@@ -43,7 +44,10 @@ OLD_FP16 = {
     "AutoencoderKL": ('"slow_conv2d_cpu" not implemented for \'Half\'', "diffusers/models/autoencoders/vae.py: forward",
                       "torch/nn/modules/conv.py: _conv_forward"),
 }
-TEXT = "task: dreambooth\nparams:\n  mixed_precision: fp16\n"
+# Seed 004: autotrain-advanced SDXL DreamBooth in fp16, run on a Colab CPU runtime.
+SEED_004 = ("task: dreambooth\nbase_model: stabilityai/stable-diffusion-xl-base-1.0\nproject_name: my-dreambooth\n"
+            "backend: local\nparams:\n  mixed_precision: fp16\n  prompt: photo of sks dog\n")
+SDXL = {"CLIPTextModel", "CLIPTextModelWithProjection", "UNet2DConditionModel"}
 
 
 # ---------------------------------------------------------------- helpers
@@ -69,19 +73,6 @@ def with_intent(python: Path, intent: Intent) -> Dict[str, Any]:
     """A real run whose probe is told the intent, as `check --config` tells it."""
     report = run_check(CheckRequest(python=str(python), only=[ID], options={"intent": intent.summary()}))
     return report.to_dict()
-
-
-def autotrain(device: str = "auto", default_device: bool = True) -> Intent:
-    """Seed 004: autotrain-advanced SDXL DreamBooth, `mixed_precision: fp16` on line 3."""
-    start = TEXT.index("fp16")
-    device_setting = (Setting("device", device, "autotrain", "train.yaml", "device", raw="cuda if available", default=True)
-                      if default_device else
-                      Setting("device", device, "accelerate", "default_config.yaml", "use_cpu", raw=True, line=9, column=10, source="true"))
-    return Intent((ConfigSource("train.yaml", "autotrain", "yaml", "autotrain-advanced dreambooth"),), (
-        Setting("precision", "fp16", "autotrain", "train.yaml", "params.mixed_precision", raw="fp16", line=3, column=20,
-                start=start, end=start + 4, source="fp16"),
-        device_setting,
-    ))
 
 
 def onetrainer(precision: str, weights: Dict[str, str], trained: List[str], device: str = "cpu") -> Intent:
@@ -226,6 +217,18 @@ def test_t5s_layer_norm_is_recorded_as_apex_fused_rms_norm_when_apex_normalizati
 
 
 @pytest.mark.slow
+def test_seed_004s_autotrain_config_through_the_cli(old_torch_python: Path, tmp_path: Path) -> None:
+    config = tmp_path / "train.yaml"
+    config.write_text(SEED_004)
+    proc = run_envdoctor("check", "--python", str(old_torch_python), "--only", ID, "--config", str(config), timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    for cls, error in (("CLIPTextModel", '"LayerNormKernelImpl" not implemented for \'Half\''),
+                       ("CLIPTextModelWithProjection", '"LayerNormKernelImpl" not implemented for \'Half\''),
+                       ("UNet2DConditionModel", '"addmm_impl_cpu_" not implemented for \'Half\'')):
+        assert "train.yaml:6 `mixed_precision: fp16` asks for fp16 on the CPU; %s's forward fails there: %s" % (cls, error) in proc.stdout
+
+
+@pytest.mark.slow
 def test_an_fp32_intent_on_the_cpu_passes_everything(libs_python: Path) -> None:
     intent = onetrainer("fp32", {"unet": "fp32", "text_encoder": "fp32", "text_encoder_2": "fp32", "vae": "fp32"}, ["unet"])
     report = with_intent(libs_python, intent)
@@ -260,42 +263,51 @@ def test_seed_004s_config_makes_each_failing_fp16_model_an_error_naming_its_line
     env = env_of(report)
     assert env.intent is not None and env.intent.value("precision") == "fp16"
     findings = by_class(judge(facts_of(report, ID), env))
-    assert set(findings) == CLASSES
+    assert set(findings) == SDXL  # the parts autotrain's DreamBooth casts to fp16
     clip = findings["CLIPTextModel"]
     assert clip.severity is Severity.ERROR and clip.code == "fp16-fails"
-    assert clip.title == ("train.yaml:3 `mixed_precision: fp16` asks for fp16 on the CPU; CLIPTextModel's forward fails there: "
+    assert clip.title == ("train.yaml:6 `mixed_precision: fp16` asks for fp16 on the CPU; CLIPTextModel's forward fails there: "
                           "\"LayerNormKernelImpl\" not implemented for 'Half'")
     assert clip.evidence[:5] == (
-        "train.yaml:3 `mixed_precision: fp16` asks for fp16",
+        "train.yaml:6 `mixed_precision: fp16` asks for fp16 (text_encoder weights)",
         "train.yaml: `device` absent, autotrain-advanced's default cuda if available: the training device",
-        "CLIPTextModel (transformers 4.46.3), 5,632 parameters, fp16 weights on cpu, forward and backward",
+        "CLIPTextModel (transformers 4.46.3), 5,632 parameters, fp16 weights on cpu, forward",  # frozen: forward only
         "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'",
         "raised in transformers/models/clip/modeling_clip.py: forward",
     )
     assert clip.evidence[-2:] == ("the same model in bf16: passes", "the same model in fp32: passes")  # measured after the failure
-    assert clip.subject["config"] == {"file": "train.yaml", "line": 3, "key": "params.mixed_precision", "tool": "autotrain", "default": False}
-    assert (clip.subject["model"], clip.subject["device"], clip.subject["mode"]) == ("clip", "cpu", "fp16")
+    assert clip.subject["config"] == {"file": "/tmp/envdoctor-test/train.yaml", "line": 6, "key": "params.mixed_precision",
+                                      "tool": "autotrain", "default": False}
+    assert (clip.subject["model"], clip.subject["part"], clip.subject["device"], clip.subject["mode"]) == ("clip", "text_encoder", "cpu", "fp16")
     remedies = {r.id: r for r in clip.remedies}
     assert list(remedies) == ["precision-bf16", "precision-fp32", "use-gpu", "torch-upgrade"]
-    assert remedies["precision-bf16"].action == {"set": {"precision": "bf16"}, "when": {"device": "cpu", "precision": "fp16"}}
-    assert remedies["precision-bf16"].summary == ("Use bf16 instead of fp16 (train.yaml:3 `mixed_precision: fp16` → bf16); "
+    assert remedies["precision-bf16"].action == {"set": {"precision": "bf16", "weight_dtype": "bf16"},
+                                                 "when": {"device": "cpu", "precision": "fp16", "weight_dtype": "fp16"}}
+    assert remedies["precision-bf16"].summary == ("Use bf16 instead of fp16 (train.yaml:6 `mixed_precision: fp16` → bf16); "
                                                   "measured, CLIPTextModel's bf16 run passes on the CPU")
-    assert remedies["precision-fp32"].action == {"set": {"precision": "fp32"}, "when": {"device": "cpu", "precision": "fp16"}}
+    assert remedies["precision-fp32"].action["set"] == {"precision": "fp32", "weight_dtype": "fp32"}
     assert remedies["torch-upgrade"].commands == (
         "/home/me/venv/bin/python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu",)
-    assert findings["UNet2DConditionModel"].title.endswith("UNet2DConditionModel's forward fails there: \"addmm_impl_cpu_\" not implemented for 'Half'")
+    unet = findings["UNet2DConditionModel"]
+    assert unet.subject["training"] is True  # the part autotrain trains (LoRA): forward and backward
+    assert unet.title.endswith("UNet2DConditionModel's forward fails there: \"addmm_impl_cpu_\" not implemented for 'Half'")
 
 
-def test_a_config_forcing_the_cpu_on_a_gpu_machine_offers_the_gpu_it_has() -> None:
+def test_a_launch_line_forcing_the_cpu_on_a_gpu_machine_is_named_and_the_gpu_offered(tmp_path: Path) -> None:
     report = load_fixture(OLD_AUTOTRAIN)
     facts = dict(facts_of(report, ID), accelerators=["cuda:0"])
     for run in runs(facts).values():  # what the probe records when the config names the device
         if not run["alternative_for"]:
             run["asked_by"] = run["asked_by"] + [{"name": "device", "part": None}]
-    intent = autotrain(device="cpu", default_device=False)
-    clip = by_class(judge(facts, dataclasses.replace(env_of(report), intent=intent)))["CLIPTextModel"]
+    launch = tmp_path / "launch.sh"
+    launch.write_text("accelerate launch --cpu train.py\n")
+    intent = env_of(report).intent
+    assert intent is not None
+    env = dataclasses.replace(env_of(report), intent=merge([intent, read_configs([str(launch)])]))
+    clip = by_class(judge(facts, env))["CLIPTextModel"]
     assert clip.severity is Severity.ERROR
-    assert clip.title.startswith("train.yaml:3 `mixed_precision: fp16` and default_config.yaml:9 `use_cpu: true` ask for fp16 on the CPU; ")
+    assert clip.title.startswith("train.yaml:6 `mixed_precision: fp16` and launch.sh:1 `--cpu")
+    assert " ask for fp16 on the CPU; CLIPTextModel's forward fails there: " in clip.title
     remedies = {r.id: r for r in clip.remedies}
     assert "use-gpu" not in remedies
     assert remedies["device-cuda"].action == {"set": {"device": "cuda"}, "when": {"device": "cpu"}}
@@ -379,13 +391,21 @@ def test_without_an_intent_the_common_setups_run_on_the_cpu_and_the_first_device
     assert len(cpu) == 12
 
 
-def test_seed_004s_intent_runs_the_default_models_in_pure_fp16_on_the_launchers_device() -> None:
-    summary = autotrain().summary()
+def test_seed_004s_intent_casts_the_frozen_text_encoders_and_trains_the_fp16_unet_on_the_launchers_device() -> None:
+    intent = env_of(load_fixture(OLD_AUTOTRAIN)).intent
+    assert intent is not None
+    summary = intent.summary()
     cpu = setups.plan(summary, ["cpu"]).setups
-    assert [(s.model, s.device, s.mode, s.training) for s in cpu] == [
-        ("clip", "cpu", "fp16", True), ("t5", "cpu", "fp16", True), ("unet", "cpu", "fp16", True), ("vae", "cpu", "fp16", True)]
-    assert cpu[0].asked_by == (("precision", None),)  # the device was the launcher's choice, not the config's
+    assert [(s.model, s.part, s.mode, s.training) for s in cpu] == [
+        ("unet", "unet", "fp16", True), ("clip", "text_encoder", "fp16", False), ("clip-projection", "text_encoder_2", "fp16", False)]
+    assert cpu[0].asked_by == (("weight_dtype", "unet"),)  # the device was the launcher's choice, not the config's
     assert {s.device for s in setups.plan(summary, ["cpu", "cuda:0"]).setups} == {"cuda:0"}  # "auto": the accelerator
+
+
+def test_an_intent_naming_no_part_runs_the_default_models_in_its_precision() -> None:
+    summary = {"device": None, "precision": "bf16", "weights": {"model": "nf4"}, "trained": ["model"], "training": True}
+    found = setups.plan(summary, ["cpu"]).setups
+    assert [(s.model, s.mode, s.training) for s in found] == [(m, "bf16", True) for m in ("clip", "t5", "unet", "vae")]
 
 
 def test_each_part_runs_as_its_weights_and_the_compute_precision_say() -> None:

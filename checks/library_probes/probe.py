@@ -22,7 +22,7 @@ from envdoctor.probekit.distributions import installed
 from envdoctor.probekit.imports import record_import
 from envdoctor.probekit.ops import seeded_generator, synchronize
 from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import dtype_name, error_text, exception_chain, warning_texts
+from envdoctor.probekit.text import dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
 
 from . import setups
 from .models import LIBRARIES, MODELS, TinyModel, first_output
@@ -59,38 +59,20 @@ class _LibraryLog(logging.Handler):
         self.logger.handlers, self.logger.propagate = self._saved
 
 
-def _roots(library_dir: Optional[str]) -> List[str]:
-    """Directories that frame paths are made relative to, longest first: where the library
-    lives, then sys.path (site-packages, a PYTHONPATH entry)."""
-    found = [os.path.dirname(library_dir)] if library_dir else []
-    found += [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
-    return sorted(set(found), key=len, reverse=True)
-
-
-def _relative(path: str, roots: List[str]) -> str:
-    """'transformers/models/clip/modeling_clip.py' for a file under one of `roots`: no machine paths."""
-    path = os.path.abspath(path)
-    for root in roots:
-        if path.startswith(root.rstrip(os.sep) + os.sep):
-            return path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
-    return os.path.basename(path)
-
-
-def _dispatch(path: str) -> bool:
+def _dispatch(path: Optional[str]) -> bool:
     """torch.nn.Module's call machinery: between every two frames of a model, never the culprit."""
-    return path.replace(os.sep, "/").endswith("torch/nn/modules/module.py")
+    return bool(path) and str(path).endswith("torch/nn/modules/module.py")
 
 
-def _frames(exc: BaseException, library_dir: Optional[str]) -> Tuple[Optional[str], List[str]]:
+def _frames(exc: BaseException, package: str) -> Tuple[Optional[str], List[str]]:
     """The innermost frame inside the library ("transformers/models/clip/modeling_clip.py:
-    forward"), and the frames from the library's first one inwards (the last few)."""
+    forward"), and the last few frames from the library's first one inwards (torch's, apex's),
+    each relative to where its package is installed: no machine paths."""
     tb = traceback.extract_tb(exc.__traceback__)
-    roots = _roots(library_dir)
-    inside = [i for i, f in enumerate(tb) if library_dir and os.path.abspath(f.filename).startswith(library_dir + os.sep)]
-    shown = [f for f in (tb[inside[0]:] if inside else tb) if not _dispatch(f.filename)]
-    frames = ["%s: %s" % (_relative(f.filename, roots), f.name) for f in shown][-_MAX_FRAMES:]
-    innermost = "%s: %s" % (_relative(tb[inside[-1]].filename, roots), tb[inside[-1]].name) if inside else None
-    return innermost, frames
+    paths = [installed_path(f.filename, package) for f in tb]
+    first = next((i for i, p in enumerate(paths) if p and p.split("/", 1)[0] == package), 0)
+    shown = ["%s: %s" % (p or os.path.basename(f.filename), f.name) for f, p in zip(tb[first:], paths[first:]) if not _dispatch(p)]
+    return library_frame(exc, package), shown[-_MAX_FRAMES:]
 
 
 def _build(torch: Any, spec: TinyModel, module: Any) -> Any:
@@ -159,8 +141,7 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact
     fact["phase"] = None
 
 
-def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, version: Optional[str],
-              library_dir: Optional[str]) -> Dict[str, Any]:
+def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, version: Optional[str]) -> Dict[str, Any]:
     """One run as a guarded step, recorded as an op fact: op = the class, dtype = the mode."""
     fact = op_fact(spec.label, setup.device, setup.mode, False)
     fact.update(setup.to_fact())
@@ -178,7 +159,7 @@ def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, ver
         except StepLost as lost:
             fact.update(error=lost.error, error_type=lost.error_type, lost=lost.state)
         except Exception as exc:  # noqa: BLE001 - the failure is the fact
-            frame, frames = _frames(exc, library_dir)
+            frame, frames = _frames(exc, spec.library)
             fact.update(error=error_text(exc), error_type=type(exc).__name__, frame=frame, frames=frames)
             causes = exception_chain(exc)[1:]
             if causes:
@@ -213,12 +194,6 @@ def _import_model(spec: TinyModel, version: Optional[str]) -> Tuple[Any, Dict[st
             module = None
         return module, fact
     return None, fact
-
-
-def _library_dir(library: str) -> Optional[str]:
-    module = sys.modules.get(library)
-    path = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(path)) if path else None
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
@@ -279,7 +254,6 @@ def _probe_library(torch: Any, library: str, wanted: List[setups.Setup], plan: s
     entry["imported"] = bool(top.get("ok"))
     if not top.get("ok"):
         return
-    library_dir = _library_dir(library)
     modules: Dict[str, Any] = {}
     for key in [m for m in MODELS if any(s.model == m for s in wanted)]:
         modules[key], fact = _import_model(MODELS[key], entry["version"])
@@ -290,7 +264,7 @@ def _probe_library(torch: Any, library: str, wanted: List[setups.Setup], plan: s
         setup = queue.pop(0)
         if modules.get(setup.model) is None:
             continue  # its import failed: that op is the fact
-        fact = run_setup(torch, MODELS[setup.model], modules[setup.model], setup, entry["version"], library_dir)
+        fact = run_setup(torch, MODELS[setup.model], modules[setup.model], setup, entry["version"])
         facts["ops"].append(fact)
         if not fact["ok"] and plan.from_intent and setup.alternative_for is None:
             extra = [a for a in setups.alternatives(setup, plan.setups) if a.key not in done]

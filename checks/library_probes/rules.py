@@ -90,8 +90,8 @@ def title_of(run: Dict[str, Any], settings: Sequence[Setting]) -> str:
     fails there: ...', or without a config 'CLIPTextModel's forward fails in fp16 on the CPU: ...'."""
     mode, device = mode_words(run.get("mode") or "?"), device_words(run.get("device"))
     if settings:
-        return "%s %s for %s on %s; %s" % (" and ".join(s.where() for s in settings), "asks" if len(settings) == 1 else "ask",
-                                           mode, device, _failure(run, " there"))
+        where = list(dict.fromkeys(s.where() for s in settings))  # a precision that also casts the weights: one token
+        return "%s %s for %s on %s; %s" % (" and ".join(where), "asks" if len(where) == 1 else "ask", mode, device, _failure(run, " there"))
     if run.get("lost"):
         return "%s in %s on %s" % (_failure(run), mode, device)
     return _failure(run, " in %s on %s" % (mode, device))
@@ -126,19 +126,16 @@ def _dtype_settings(settings: Sequence[Setting]) -> List[Setting]:
 
 
 def _set(settings: Sequence[Setting], value: str) -> Dict[str, str]:
-    """The config action's settings: each dtype setting that asked, to `value`."""
-    return {s.name: value for s in _dtype_settings(settings)} or {"precision": value}
+    """The config action: the compute precision to `value`, and the weights too when a weight
+    dtype asked (the tools' edit rules change every fp16 in both places at once)."""
+    action = {"precision": value}
+    if any(s.name == "weight_dtype" for s in settings):
+        action["weight_dtype"] = value
+    return action
 
 
 def _when(run: Dict[str, Any], settings: Sequence[Setting], half: str) -> Dict[str, Any]:
-    when: Dict[str, Any] = {"device": run.get("device")}
-    for s in _dtype_settings(settings) or ():
-        when[s.name] = half
-        if s.part:
-            when["part"] = s.part
-    if "precision" not in when and "weight_dtype" not in when:
-        when["precision"] = half
-    return when
+    return dict({"device": run.get("device")}, **{name: half for name in _set(settings, half)})
 
 
 def _in_config(settings: Sequence[Setting], value: str) -> str:

@@ -84,20 +84,24 @@ def dedupe(items: Iterable[str]) -> List[str]:
 _INSTALLED_RE = re.compile(r"/(?:site|dist)-packages/")
 
 
+def installed_path(filename: str, package: Optional[str] = None) -> Optional[str]:
+    """A file's path relative to where its package is installed, without the machine's paths:
+    'peft/tuners/lora/dora.py' (after the last site-packages/dist-packages; in a source checkout
+    on sys.path, from the last directory named `package`). None when it is neither."""
+    path = filename.replace("\\", "/")
+    found = list(_INSTALLED_RE.finditer(path))
+    if found:
+        return path[found[-1].end():]
+    cut = path.rfind("/%s/" % package) if package else -1
+    return path[cut + 1:] if cut >= 0 else None
+
+
 def library_frame(exc: BaseException, package: str) -> Optional[str]:
     """The innermost traceback frame inside `package`, relative to where it is installed and
     without the machine's paths: 'peft/tuners/lora/dora.py: get_weight_norm'. None when no
     frame of the traceback is in that package."""
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        path = frame.filename.replace("\\", "/")
-        found = list(_INSTALLED_RE.finditer(path))
-        if found:
-            path = path[found[-1].end():]
-        else:  # a source checkout on sys.path: the last directory named like the package
-            cut = path.rfind("/%s/" % package)
-            if cut < 0:
-                continue
-            path = path[cut + 1:]
-        if path.split("/", 1)[0] == package:
+        path = installed_path(frame.filename, package)
+        if path is not None and path.split("/", 1)[0] == package:
             return "%s: %s" % (path, frame.name)
     return None
