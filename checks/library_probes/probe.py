@@ -85,6 +85,27 @@ def _build(torch: Any, spec: TinyModel, module: Any) -> Any:
         torch.set_rng_state(saved)
 
 
+class Built:
+    """Each model built once per check (a build is a third of a run's time), then reset to its
+    fp32 weights before every later run, so that no run sees another's casts or gradients."""
+
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.models: Dict[str, Tuple[Any, Dict[str, Any]]] = {}
+
+    def model(self, spec: TinyModel, module: Any) -> Any:
+        if spec.key not in self.models:
+            model = _build(self.torch, spec, module)
+            self.models[spec.key] = (model, {k: v.detach().clone() for k, v in model.state_dict().items()})
+            return model
+        model, weights = self.models[spec.key]
+        model.to(dtype=self.torch.float32)
+        model.load_state_dict(weights)
+        for param in model.parameters():
+            param.grad = None
+        return model
+
+
 def _keep_fp32(torch: Any, model: Any, weights: str) -> List[str]:
     """Leave the model as from_pretrained(torch_dtype=...) loads it, which is how trainers and
     pipelines get their half weights: transformers keeps `_keep_in_fp32_modules` (T5's `wo`) in
@@ -106,14 +127,31 @@ def _finite(torch: Any, tensor: Any) -> bool:
     return bool(torch.isfinite(tensor.detach().float()).all())
 
 
-def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact: Dict[str, Any]) -> None:
-    """Build, cast, forward, backward; `fact["phase"]` says how far it got."""
-    fact["phase"] = "build"
-    model = _build(torch, spec, module)
+class _Phases:
+    """fact["phase"]: how far a run got (the phase a failure happened in); fact["phases_s"]: the
+    seconds each phase took."""
+
+    def __init__(self, fact: Dict[str, Any]) -> None:
+        self.fact = fact
+        self.fact["phases_s"] = {}
+        self.start = time.perf_counter()
+
+    def __call__(self, phase: Optional[str]) -> None:
+        now = time.perf_counter()
+        if self.fact.get("phase"):
+            self.fact["phases_s"][self.fact["phase"]] = round(now - self.start, 4)
+        self.fact["phase"], self.start = phase, now
+
+
+def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, built: Built, fact: Dict[str, Any]) -> None:
+    """Build, cast, forward, backward, each a phase of the fact."""
+    phase = _Phases(fact)
+    phase("build")
+    model = built.model(spec, module)
     fact["parameters"] = sum(p.numel() for p in model.parameters())
     if spec.describe is not None:
         fact.update(spec.describe(model))
-    fact["phase"] = "cast"
+    phase("cast")
     weights = getattr(torch, TORCH_DTYPES[setup.weights])
     model = model.to(device=setup.device, dtype=weights)
     kept = _keep_fp32(torch, model, setup.weights)
@@ -126,7 +164,7 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact
     if setup.autocast:
         device_type = setup.device.split(":")[0]
         autocast = torch.autocast(device_type=device_type, dtype=getattr(torch, TORCH_DTYPES[setup.autocast]))
-    fact["phase"] = "forward"
+    phase("forward")
     with autocast, (contextlib.nullcontext() if setup.training else torch.no_grad()):
         out = first_output(model(**inputs))
         synchronize(torch, setup.device)
@@ -134,14 +172,15 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, fact
         fact["finite"] = _finite(torch, out)
         loss = out.float().pow(2).mean() if setup.training else None
     if loss is not None:
-        fact["phase"] = "backward"
+        phase("backward")
         loss.backward()
         synchronize(torch, setup.device)
-        fact["grads_finite"] = all(_finite(torch, p.grad) for p in model.parameters() if p.grad is not None)
-    fact["phase"] = None
+        grads = [p.grad.reshape(-1).float() for p in model.parameters() if p.grad is not None]
+        fact["grads_finite"] = _finite(torch, torch.cat(grads)) if grads else None
+    phase(None)
 
 
-def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, version: Optional[str]) -> Dict[str, Any]:
+def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, version: Optional[str], built: Built) -> Dict[str, Any]:
     """One run as a guarded step, recorded as an op fact: op = the class, dtype = the mode."""
     fact = op_fact(spec.label, setup.device, setup.mode, False)
     fact.update(setup.to_fact())
@@ -154,7 +193,7 @@ def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, ver
         warnings.simplefilter("always")
         try:
             with step(what, op=spec.label, device=setup.device, dtype=setup.mode, package=spec.library, version=version):
-                _execute(torch, spec, module, setup, fact)
+                _execute(torch, spec, module, setup, built, fact)
             fact["ok"] = True
         except StepLost as lost:
             fact.update(error=lost.error, error_type=lost.error_type, lost=lost.state)
@@ -259,12 +298,13 @@ def _probe_library(torch: Any, library: str, wanted: List[setups.Setup], plan: s
         modules[key], fact = _import_model(MODELS[key], entry["version"])
         fact["for_model"] = key
         facts["ops"].append(fact)
+    built = Built(torch)
     queue = list(wanted)
     while queue:
         setup = queue.pop(0)
         if modules.get(setup.model) is None:
             continue  # its import failed: that op is the fact
-        fact = run_setup(torch, MODELS[setup.model], modules[setup.model], setup, entry["version"])
+        fact = run_setup(torch, MODELS[setup.model], modules[setup.model], setup, entry["version"], built)
         facts["ops"].append(fact)
         if not fact["ok"] and plan.from_intent and setup.alternative_for is None:
             extra = [a for a in setups.alternatives(setup, plan.setups) if a.key not in done]
