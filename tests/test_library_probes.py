@@ -352,6 +352,22 @@ def test_an_apex_norm_that_is_not_where_the_run_fails_is_not_blamed() -> None:
     assert "uninstall-apex" not in {r.id for r in finding.remedies}
 
 
+def test_a_run_that_crashed_the_worker_is_named_and_replaces_the_generic_step_finding() -> None:
+    facts = facts_of(load_fixture(NEW), ID)
+    run = runs(facts)[("UNet2DConditionModel", "cpu", "fp16")]
+    for key in ("phase", "phases_s", "out_dtype", "finite", "grads_finite"):
+        run.pop(key, None)
+    run.update(ok=False, error="crashed the interpreter (SIGSEGV)", error_type="Crash", lost="crashed")
+    stack = ("Fatal Python error: Segmentation fault\n"
+             "File \"/home/me/venv/lib/python3.11/site-packages/torch/nn/functional.py\", line 2548 in group_norm")
+    facts["lost_steps"] = [{"key": "14:" + run["what"], "what": run["what"], "state": "crashed",
+                            "error": "crashed the interpreter (SIGSEGV)", "detail": stack}]
+    (finding,) = judge(facts, ENV)
+    assert finding.title == "UNet2DConditionModel's forward+backward crashed the interpreter (SIGSEGV) in fp16 on the CPU"
+    assert finding.subject["lost_step"] == "14:running UNet2DConditionModel fp16 on cpu (forward+backward)"
+    assert "Fatal Python error: Segmentation fault" in finding.evidence
+
+
 def test_an_intent_asking_for_a_device_this_torch_cannot_see_is_an_error() -> None:
     intent = onetrainer("bf16", {"unet": "bf16"}, ["unet"], device="cuda")
     facts = {"torch": "2.13.0+cpu", "accelerators": [], "libraries": [], "ops": [], "from_intent": True,
