@@ -284,23 +284,12 @@ def _non_finite(run: Dict[str, Any]) -> Finding:
                    (), {"model": run.get("model"), "device": run.get("device"), "mode": run.get("mode")})
 
 
-def _unavailable(item: Dict[str, Any], intent: Optional[Intent]) -> Finding:
-    setting = intent.effective("device") if intent is not None else None
-    asked = setting.where() if setting is not None else "the config"
-    available = ", ".join(item.get("available") or ()) or "none"
-    return Finding(ID, "device-unavailable", Severity.ERROR,
-                   "%s asks for %s; this torch sees no such device (available: %s)" % (asked, item.get("device"), available),
-                   (), (config_remedy("Train on the CPU here (in fp32: the CPU's half kernels are slow or missing)", "device-cpu",
-                                      {"device": "cpu", "precision": "fp32"}, when={"device": item.get("device")}),),
-                   {"device": item.get("device")})
-
-
 def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     if facts.get("skipped"):
         return []
     intent = env.intent
-    findings = [_unavailable(item, intent) for item in facts.get("unavailable") or ()]
-    findings += [_import_finding(op, facts, env) for op in imports(facts) if not op.get("ok") and not op.get("lost")]
+    # A device the config asks for that torch cannot see is torch-install's finding (config-device-missing).
+    findings = [_import_finding(op, facts, env) for op in imports(facts) if not op.get("ok") and not op.get("lost")]
     all_runs = runs(facts)
     for run in all_runs:
         if run.get("alternative_for"):
@@ -317,6 +306,9 @@ def summarize(facts: Dict[str, Any]) -> str:
     if facts.get("skipped"):
         return "skipped (--quick)"
     libraries = ["%s %s" % (lib["name"], lib.get("version")) for lib in facts.get("libraries") or () if lib.get("installed")]
+    missing = ["%s asked, not seen" % u.get("device") for u in facts.get("unavailable") or ()]
+    if missing:
+        return "no runs: %s" % "; ".join(missing)
     if not libraries:
         return "neither transformers nor diffusers is installed"
     parts: List[str] = []
