@@ -156,7 +156,8 @@ def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings:
     device = run.get("device") or "cpu"
     accelerators = list(facts.get("accelerators") or ())
     control = _control(all_runs, run)
-    other = _sibling(all_runs, run, other_half(setup))
+    target = other_half(setup)
+    other = _sibling(all_runs, run, target)
     remedies: List[Remedy] = []
     if _fails_in_apex(run):
         remedies.append(pip_remedy(
@@ -169,10 +170,8 @@ def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings:
             "Upgrade %s, keeping torch pinned: %s %s fails in fp32 with torch %s" % (library, library, run.get("version"), facts.get("torch")),
             "upgrade-%s" % library, env, upgrade=[library]))
         return tuple(remedies)
-    if other is not None and other.get("ok"):
-        target = other_half(setup)
-        assert target is not None
-        value = target.half or "bf16"
+    if target is not None and target.half and other is not None and other.get("ok"):
+        value = target.half
         summary = "Use %s instead of %s%s; measured, %s's %s run passes on %s" % (
             value, half, " (%s)" % _in_config(settings, value) if _dtype_settings(settings) else "",
             run.get("class"), mode_words(target.mode), device_words(device))
