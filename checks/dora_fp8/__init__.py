@@ -44,5 +44,8 @@ CHECK = Check(
     summarize=summarize,
     order=80,
     signatures=SIGNATURES,
-    group="libraries",
+    # The main worker, not the libraries one: importing peft (3 s, transformers' modeling
+    # stack included) there balances library-probes' transformers + diffusers imports in the
+    # other worker; on 2 cores the two finish together (benchmarks/run.py --libs-python).
+    group="main",
 )
