@@ -138,3 +138,13 @@ def test_precedence_launch_flags_then_the_trainers_own_value_even_a_default_then
 def intent_value(intent: Intent, name: str) -> tuple:
     setting = intent.effective(name)
     return (setting.tool, setting.value)
+
+
+def test_launch_flags_are_shown_as_written(tmp_path) -> None:
+    from envdoctor.configs.detect import read_config
+
+    line = tmp_path / "run.sh"
+    line.write_text('accelerate launch --cpu train_text_to_image.py --mixed_precision="fp16"\n')
+    intent = read_config(str(line))
+    assert intent.effective("device").where() == "run.sh:1 `--cpu`"
+    assert intent.effective("precision").where() == 'run.sh:1 `--mixed_precision "fp16"`'

@@ -72,8 +72,9 @@ class Setting:
             return "%s: `%s` absent, %s's default %s" % (name, leaf, TOOL_LABELS.get(self.tool, self.tool), _shown(self.raw))
         text = self.source if self.source is not None else _shown(self.raw)
         place = "%s:%d" % (name, self.line) if self.line else name
-        joiner = " " if self.key.startswith("-") else ": "
-        return "%s `%s%s%s`" % (place, leaf, joiner, text)
+        if self.key.startswith("-"):  # a launch flag: `--mixed_precision fp16`, or a switch alone: `--cpu`
+            return "%s `%s`" % (place, leaf if text.lstrip("-").replace("-", "_") == leaf.lstrip("-").replace("-", "_") else leaf + " " + text)
+        return "%s `%s: %s`" % (place, leaf, text)
 
     def to_dict(self) -> Dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
