@@ -136,8 +136,10 @@ class PendingCheck:
         try:
             loaded, self.broken = load_checks(plugins=request.plugins)
             self.selected = select(loaded, request.only, request.skip)
-            for group in sorted({self._group(c) for c in self.selected} - {"main"}):
-                self.runners[group] = self._runner(False)
+            self.groups = {c.check.id: self._group(c) for c in self.selected}
+            for group in sorted(set(self.groups.values()) - {"main"}):
+                needs = sorted({d for c in self.selected if self.groups[c.check.id] == group for d in c.check.needs})
+                self.runners[group] = self._runner(False, needs)
                 self.runners[group].start()
         except BaseException:
             self.close()
@@ -147,8 +149,21 @@ class PendingCheck:
         for runner in self.runners.values():
             runner.close()
 
-    def _runner(self, collect_system: bool) -> Runner:
-        return Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=self.request.timeout_s, collect_system=collect_system)
+    def _runner(self, collect_system: bool, needs: Sequence[str] = ()) -> Runner:
+        return Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=self.request.timeout_s,
+                      collect_system=collect_system, needs=needs)
+
+    def _drop_idle_groups(self) -> None:
+        """A group whose libraries the target does not have runs in the main worker: its
+        worker's hello (sent before torch imports) says so, and it is stopped at once."""
+        for group, runner in list(self.runners.items()):
+            if group == "main" or not runner.needs:
+                continue
+            found = runner.hello().get("distributions") or {}
+            if not any(found.get(name) for name in runner.needs):
+                runner.close()
+                del self.runners[group]
+                self.groups = {cid: "main" if g == group else g for cid, g in self.groups.items()}
 
     def _group(self, loaded: LoadedCheck) -> str:
         # --quick runs no library imports: what is left of those checks costs nothing
@@ -165,9 +180,15 @@ class PendingCheck:
         runs: Dict[str, RunResult] = {}
         failures: List[BaseException] = []
 
+        try:
+            self._drop_idle_groups()
+        except BaseException:
+            self.close()
+            raise
+
         def run_group(group: str) -> None:
             try:
-                specs = [c.worker_spec() for c in runnable if self._group(c) == group]
+                specs = [c.worker_spec() for c in runnable if self.groups[c.check.id] == group]
                 runs[group] = self.runners[group].run(specs, ctx, on_event)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 failures.append(exc)
@@ -190,6 +211,7 @@ class PendingCheck:
         if not self.request.only:
             results.extend(broken_plugin_result(b) for b in self.broken)
         environment = describe_environment(run, results, self.python, self.request)
+        environment["workers"] = {group: sorted(cid for cid, g in self.groups.items() if g == group) for group in self.runners}
         environment["intent"] = self.intent.to_dict() if self.intent else None
         if self.config_notes:
             environment["config_notes"] = self.config_notes

@@ -258,6 +258,9 @@ class Check:
     # Checks of another group run in a worker of their own, at the same time as the main
     # ones: the training libraries' imports (seconds) overlap torch's micro-ops.
     group: str = "main"
+    # Distributions without which a worker of its own is not worth a second torch import:
+    # when the target has none of them, the check runs in the main worker (and finds nothing).
+    needs: Tuple[str, ...] = ()
     quick: bool = True  # False: `check --quick` skips it (the training libraries' imports cost seconds)
     signatures: Tuple[Signature, ...] = ()
 

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 from envdoctor.redact import Redactor
 
@@ -205,6 +205,7 @@ class Runner:
         timeout_s: Optional[float] = None,
         torch_import_timeout_s: float = TORCH_IMPORT_TIMEOUT_S,
         collect_system: bool = True,
+        needs: Sequence[str] = (),
     ) -> None:
         self.python = python
         self.package_dir = package_dir
@@ -221,13 +222,27 @@ class Runner:
         self._system: Optional[Dict[str, Any]] = None if collect_system else {}  # {}: another worker collects them
         self._torch_runtime: Optional[Dict[str, Any]] = None
         self._no_torch = False
+        self.needs = list(needs)  # distributions whose versions the hello reports
+        self._greeted: Optional[Worker] = None  # the worker whose hello has been read already
 
     def start(self) -> None:
         if self._worker is None:
             args = (["--no-torch"] if self._no_torch else []) + (["--no-system"] if self._system is not None else [])
+            if self.needs:
+                args += ["--needs", ",".join(self.needs)]
             self._worker = Worker(self.python, self.package_dir, self.checks_dir, args)
 
-    def _handshake(self, worker: Worker) -> None:
+    def hello(self) -> Dict[str, Any]:
+        """The worker's hello (sent before it imports torch): start it and read that much."""
+        self.start()
+        assert self._worker is not None
+        self._read_hello(self._worker)
+        assert self._hello is not None
+        return self._hello
+
+    def _read_hello(self, worker: Worker) -> None:
+        if self._greeted is worker:
+            return
         try:
             hello = worker.next_event(HELLO_TIMEOUT_S)
         except TimeoutError:
@@ -242,6 +257,10 @@ class Runner:
             raise BadInterpreter("%s is not a working Python interpreter (%s%s)" % (self.python, how, why))
         if self._hello is None:
             self._hello = hello
+        self._greeted = worker
+
+    def _handshake(self, worker: Worker) -> None:
+        self._read_hello(worker)
         try:
             event = worker.next_event(self.torch_import_timeout_s)
             if event is not None and event.get("event") == "system":

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 from envdoctor import sysinfo
 from envdoctor.model import Check, ProbeContext
 from envdoctor.probekit import steps
+from envdoctor.probekit.distributions import installed_version
 from envdoctor.probekit.text import exception_text, warning_texts
 from envdoctor.redact import Redactor
 
@@ -188,12 +189,19 @@ def run_probe(check: Check, torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     return facts
 
 
+def _option(args: List[str], name: str) -> Optional[str]:
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     faults = _FaultLog()  # a segfault leaves a Python traceback on stderr for the report
     channel = Channel(_protocol_stream(), Redactor.from_environ())
+    needs = _option(args, "--needs")
     channel.emit(
         "hello",
+        # a worker started for the training libraries says at once whether they are here
+        distributions={name: installed_version(name) for name in needs.split(",")} if needs else None,
         protocol=PROTOCOL,
         python=platform.python_version(),
         implementation=platform.python_implementation(),

@@ -111,3 +111,19 @@ def test_seed_004_on_torch_2_0_1_is_an_error_naming_the_config_line(tmp_path: Pa
     assert "  precision fp16  train.yaml:11 `mixed_precision: fp16`" in lines
     assert any(line.strip().startswith("✗ train.yaml:11 `mixed_precision: fp16` asks for fp16 on the CPU; this torch has no fp16 layer_norm")
                for line in lines), proc.stdout
+
+
+def test_without_the_training_libraries_no_second_worker_imports_torch() -> None:
+    report = run_report("--only", "torch-install,library-probes,dora-fp8")
+    assert report["environment"]["workers"] == {"main": ["dora-fp8", "library-probes", "torch-install"]}
+    assert check_of(report, "library-probes")["summary"] == "neither transformers nor diffusers is installed"
+
+
+@pytest.mark.slow
+def test_with_the_training_libraries_library_probes_run_in_a_second_worker(libs_python: Path) -> None:
+    report = run_report("--python", str(libs_python), "--only", "torch-install,library-probes")
+    assert report["environment"]["workers"] == {"main": ["torch-install"], "libraries": ["library-probes"]}
+    assert check_of(report, "library-probes")["status"] == "ok"
+    quick = run_report("--python", str(libs_python), "--only", "torch-install,library-probes", "--quick")
+    assert quick["environment"]["workers"] == {"main": ["library-probes", "torch-install"]}
+    assert check_of(quick, "library-probes")["status"] == "skipped"

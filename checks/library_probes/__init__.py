@@ -56,5 +56,6 @@ CHECK = Check(
     order=80,  # after the torch-level checks: a failing micro-op explains a failing model
     signatures=SIGNATURES,
     group="libraries",  # its own worker, beside the main checks
+    needs=("transformers", "diffusers"),  # without them a second torch import buys nothing
     quick=False,  # `check --quick` skips it: the imports cost seconds
 )
