@@ -376,3 +376,13 @@ def test_library_frame_is_relative_to_the_package(filename: str, frame: Optional
     from envdoctor.probekit.text import library_frame
 
     assert library_frame(_raised_in(filename), "peft") == frame
+
+
+def test_an_asked_adapter_failing_on_a_half_base_is_a_warning_beside_the_kernel_error() -> None:
+    facts = json.loads(json.dumps(facts_of(load_fixture("cpu-dora-fp8-peft-0.21.2.json"), "dora-fp8")))
+    run = dict(facts["runs"][0], adapter="lora", base_dtype="float16", adapter_dtype="float16", role="asked", ok=False,
+               phase="forward", error_type="RuntimeError", error='"addmm_impl_cpu_" not implemented for \'Half\'')
+    facts["runs"] = [run]
+    [finding] = [f for f in CHECK.judge(facts, env_with(onetrainer_intent(unet="fp16", dora=False))) if f.code == "adapter-fails"]
+    assert finding.severity is Severity.WARNING  # cpu-half-kernels and library-probes carry the error
+    assert finding.title == "LoRA on a float16 base with a float16 adapter fails in peft 0.21.2 on cpu"

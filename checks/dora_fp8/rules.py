@@ -207,7 +207,9 @@ def _other_failures(runs: List[Run], ask: Optional[Asked]) -> List[Finding]:
         adapter = "DoRA" if run.get("adapter") == "dora" else "LoRA"
         title = "%s on a %s base with a %s adapter fails in %s on %s" % (
             adapter, run.get("base_dtype"), run.get("adapter_dtype"), _library(run), run.get("device"))
-        findings.append(Finding(ID, "adapter-fails", Severity.ERROR if is_asked else Severity.INFO, title,
+        # outside the float8 family: the kernels' own checks (cpu-half-kernels, library-probes)
+        # carry the error and its remedies; here it is the adapter's view of the same failure
+        findings.append(Finding(ID, "adapter-fails", Severity.WARNING if is_asked else Severity.INFO, title,
                                 (run_line(run),), (), {k: run.get(k) for k in ("adapter", "base_dtype", "adapter_dtype", "device")}))
     return findings
 
