@@ -128,7 +128,7 @@ def asked_on_cpu(env: Environment, label: str, accelerators: List[str]) -> List[
     intent = env.intent
     if intent is None or intent.runs_on(accelerators) != "cpu":
         return []
-    return intent.asks_dtype(label)
+    return intent.asks_dtype(label, bf16_gpu=False)  # on the CPU, "auto" finds no bf16 GPU
 
 
 def _severity(env: Environment, asked: List[Setting], accelerators: List[str]) -> Severity:

@@ -148,3 +148,27 @@ def test_launch_flags_are_shown_as_written(tmp_path) -> None:
     intent = read_config(str(line))
     assert intent.effective("device").where() == "run.sh:1 `--cpu`"
     assert intent.effective("precision").where() == 'run.sh:1 `--mixed_precision "fp16"`'
+
+
+def test_axolotls_bf16_auto_falls_back_to_fp16_on_the_cpu(tmp_path) -> None:
+    from envdoctor.configs.detect import read_config
+
+    config = tmp_path / "qlora.yml"
+    config.write_text("base_model: NousResearch/Llama-2-7b-hf\nadapter: lora\nsequence_len: 512\nmicro_batch_size: 1\n"
+                      "datasets:\n  - path: mhenrichsen/alpaca_2k_test\n    type: alpaca\n")
+    intent = read_config(str(config))
+    assert intent.value("precision") == "auto" and intent.effective("precision").default
+    env = dataclasses.replace(ENV, torch="2.0.1+cu117", intent=intent)
+    finding = cpu_half(env)[0]
+    assert finding.severity is Severity.ERROR
+    assert finding.title.startswith("qlora.yml: `bf16` absent, axolotl's default auto asks for fp16 on the CPU")
+    # on a GPU machine the same config trains on the GPU: the CPU gap is a note
+    assert {f.severity for f in cpu_half(env, accelerators=("cuda:0",))} == {Severity.INFO}
+
+
+def test_library_probes_compute_in_what_auto_falls_back_to() -> None:
+    from envdoctor.checks.library_probes.setups import compute_precision
+
+    assert compute_precision("auto", "cpu", "fp16") == "fp16"  # axolotl on the CPU
+    assert compute_precision("auto", "cpu", "fp32") is None
+    assert compute_precision("auto", "cuda:0", "fp16") == "bf16"

@@ -125,14 +125,17 @@ def resolve_device(asked: Optional[str], devices: Sequence[str]) -> Optional[str
     return None
 
 
-def compute_precision(precision: Optional[str], device: str) -> Optional[str]:
+def compute_precision(precision: Optional[str], device: str, auto_without_bf16: Optional[str] = None) -> Optional[str]:
     """The half dtype a compute precision means on `device`, or None for fp32.
-    "auto" is bf16 where supported (axolotl: on CUDA; the CPU falls back to fp32); fp8 training
-    keeps everything outside its fp8 matmuls in bf16 (accelerate's TE / MS-AMP recipes)."""
+    "auto" is bf16 on CUDA, else what the tool falls back to (the intent's `auto_without_bf16`:
+    fp16 for axolotl, fp32 otherwise); fp8 training keeps everything outside its fp8 matmuls
+    in bf16 (accelerate's TE / MS-AMP recipes)."""
     if precision in HALF:
         return precision
     if precision == "auto":
-        return "bf16" if device.startswith("cuda") else None
+        if device.startswith("cuda"):
+            return "bf16"
+        return auto_without_bf16 if auto_without_bf16 in HALF else None
     if precision == "fp8":
         return "bf16"
     return None
@@ -151,7 +154,7 @@ def _intent_models(intent: Dict[str, Any]) -> List[Tuple[Optional[str], str]]:
 
 
 def _intent_setup(intent: Dict[str, Any], part: Optional[str], model: str, device: str) -> Setup:
-    compute = compute_precision(intent.get("precision"), device)
+    compute = compute_precision(intent.get("precision"), device, intent.get("auto_without_bf16"))
     weight = (intent.get("weights") or {}).get(part) if part else None
     trained = intent.get("trained")
     explicitly_trained = trained is not None and part in trained

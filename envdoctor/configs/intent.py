@@ -106,6 +106,18 @@ def _shown(raw: Any) -> str:
     return str(raw)
 
 
+# What an "auto" precision becomes where no bf16 GPU is found, per tool: axolotl falls back
+# to fp16 whenever `fp16` is unset, on the CPU too (src/axolotl/utils/config/__init__.py
+# resolve_dtype L156-167 @067b021); for the others "auto" is fp32 there.
+AUTO_WITHOUT_BF16 = {"axolotl": "fp16"}
+
+
+def resolve_auto(setting: Setting, bf16_gpu: bool) -> str:
+    if bf16_gpu:
+        return "bf16"
+    return AUTO_WITHOUT_BF16.get(setting.tool, "fp32")
+
+
 @dataclass(frozen=True)
 class ConfigSource:
     """One file read: which tool's format it was recognised as."""
@@ -172,16 +184,23 @@ class Intent:
             return accelerators[0].split(":")[0] if accelerators else "cpu"
         return str(device)
 
-    def asks_dtype(self, dtype: str) -> List[Setting]:
+    def asks_dtype(self, dtype: str, bf16_gpu: Optional[bool] = None) -> List[Setting]:
         """The effective settings that make the run compute in `dtype` ("fp16"): the
-        compute precision, and the weights of any model part."""
-        return self.asks("precision", dtype) + self.asks("weight_dtype", dtype)
+        compute precision, and the weights of any model part. With `bf16_gpu` known, an
+        "auto" precision counts as what it resolves to there (resolve_auto)."""
+        found = self.asks("precision", dtype) + self.asks("weight_dtype", dtype)
+        if bf16_gpu is not None:
+            found += [s for s in self.asks("precision", "auto") if resolve_auto(s, bf16_gpu) == dtype]
+        return found
 
     def summary(self) -> Dict[str, Any]:
         """What the probes are told: plain values, no positions."""
+        precision = self.effective("precision")
         return {
             "device": self.value("device"),
             "precision": self.value("precision"),
+            # what an "auto" precision becomes where no bf16 GPU is found (resolve_auto)
+            "auto_without_bf16": resolve_auto(precision, False) if precision is not None and precision.value == "auto" else None,
             "weights": {p: s.value for p, s in self.weights().items()},
             "trained": self.trained_parts(),
             "adapter": self.value("adapter"),
