@@ -675,3 +675,22 @@ def test_empty_binary_and_unknown_files_are_one_clear_error(tmp_path: Path) -> N
     assert caught.value.message.startswith("unknown layout")
     assert "\n" not in str(caught.value)
 
+
+
+def test_a_first_generation_onetrainer_preset_with_flat_part_keys(tmp_path: Path) -> None:
+    """The shape of OneTrainer's own `training_presets/#sdxl 1.0 LoRA.json` (github.com/Nerogar/OneTrainer
+    @0650480): flat `<part>_weight_dtype` and `train_<part>` keys, before the per-part objects."""
+    text = ('{\n    "training_method": "LORA",\n    "model_type": "STABLE_DIFFUSION_XL_10_BASE",\n'
+            '    "weight_dtype": "FLOAT_16",\n    "text_encoder_weight_dtype": "NONE",\n    "unet_weight_dtype": "NONE",\n'
+            '    "vae_weight_dtype": "FLOAT_32",\n    "train_text_encoder": false,\n    "train_unet": true,\n'
+            '    "train_device": "cuda",\n    "temp_device": "cpu",\n    "train_dtype": "FLOAT_16"\n}')
+    path = tmp_path / "#sdxl 1.0 LoRA.json"
+    path.write_text(text)
+    intent = read_config(str(path))
+    vae = intent.effective("weight_dtype", "vae")
+    assert (vae.value, vae.key, vae.line, text[vae.start:vae.end]) == ("fp32", "vae_weight_dtype", 7, '"FLOAT_32"')
+    unet = intent.effective("weight_dtype", "unet")  # NONE: the top-level FLOAT_16 applies
+    assert (unet.value, unet.key, unet.line) == ("fp16", "weight_dtype", 4)
+    text_encoder = intent.effective("train", "text_encoder")
+    assert (text_encoder.value, text_encoder.key, text_encoder.line) == (False, "train_text_encoder", 8)
+    assert intent.value("train", "unet") is True and intent.value("device") == "cuda"

@@ -118,11 +118,11 @@ def _trained(doc: Document) -> List[Setting]:
     parts = [p for p in TRAINABLE if (p in own if own is not None else getattr(root.get(p), "kind", None) == "mapping")]
     out: List[Setting] = []
     for part in parts:
-        train = root.get(part, "train")
+        train, key = _part_value(root, part, "train")
         if train is None:
             out.append(default(doc, "train", True, True, TOOL, part + ".train", part=part))
         elif isinstance(train.value, bool):
-            out.append(setting(doc, train, "train", train.value, TOOL, part + ".train", part=part))
+            out.append(setting(doc, train, "train", train.value, TOOL, key, part=part))
     return out
 
 
@@ -151,7 +151,7 @@ def _parts(doc: Document) -> List[str]:
     with an inherited top-level weight_dtype, every part of the model type."""
     root = doc.root
     own = MODEL_PARTS.get(_text(root.get("model_type")) or "")
-    present = [p for p in PARTS if getattr(root.get(p), "kind", None) == "mapping"]
+    present = [p for p in PARTS if getattr(root.get(p), "kind", None) == "mapping" or root.get(p + "_weight_dtype") is not None]
     if own is None:
         return present
     inherited = _inherits(doc) and _dtype(root.get("weight_dtype")) is not None
@@ -164,10 +164,22 @@ def _inherits(doc: Document) -> bool:
     return version is None or version < PER_PART_VERSION
 
 
+# The first configs (2023, before the per-part objects) wrote flat keys: `unet_weight_dtype`,
+# `train_unet`, `text_encoder_weight_dtype`, `train_text_encoder` ... (OneTrainer
+# modules/util/args/TrainArgs.py of that time; the presets still in the wild carry them).
+def _part_value(root: Node, part: str, name: str) -> Tuple[Optional[Node], str]:
+    """A part's `weight_dtype` / `train`: in its object, else under the flat legacy key."""
+    node = root.get(part, name)
+    if node is not None:
+        return node, "%s.%s" % (part, name)
+    flat = "%s_%s" % (part, name) if name == "weight_dtype" else "%s_%s" % (name, part)
+    node = root.get(flat)
+    return node, flat if node is not None else "%s.%s" % (part, name)  # absent: where it goes today
+
+
 def _weight(doc: Document, part: str) -> List[Setting]:
     root = doc.root
-    key = part + ".weight_dtype"
-    own = root.get(part, "weight_dtype")
+    own, key = _part_value(root, part, "weight_dtype")
     dtype = _dtype(own)
     if own is not None and dtype is not None:
         return [setting(doc, own, "weight_dtype", dtype, TOOL, key, part=part)]
