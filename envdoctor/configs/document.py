@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
+from envdoctor.configs.lines import Lines
+
 Key = Union[str, int]
 
 
@@ -77,10 +79,9 @@ class Document:
 
 
 def line_column(text: str, offset: int) -> Tuple[int, int]:
-    """1-based line and column of an offset (a CRLF counts as one line end)."""
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return line, column
+    """1-based line and column of one offset (a CRLF counts as one line end); a parser
+    placing many nodes keeps one Lines index instead."""
+    return Lines(text).line_column(offset)
 
 
 def read_text(path: str) -> str:

@@ -1,8 +1,8 @@
 """Offsets → 1-based line and column, fast for many lookups in one text.
 
-Same answers as document.line_column (a CRLF counts as one line end, the column counts
-characters from the line's start); that one counts newlines on every call, this one
-finds the line by bisection, so a parser can place thousands of nodes in a 200 KB file.
+A CRLF counts as one line end; the column counts characters from the line's start. The
+line is found by bisection, so a parser can place thousands of nodes in a 200 KB file
+(document.line_column is the one-lookup form).
 """
 
 from __future__ import annotations
