@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, setting
+from envdoctor.configs.reading import Format, default, precision_word, setting
 
 SCRIPTS = "kohya"
 GUI = "kohya_ss"
@@ -33,7 +33,7 @@ Lookup = Callable[[str], Optional[Tuple[str, Node]]]
 # mixed_precision: sd-scripts "no" | "fp16" | "bf16", default "no" (SS/library/train_util.py
 # L3981-3986; passed to Accelerator explicitly, L5494-5496, so accelerate's config does not
 # change it); the GUI's dropdown adds "fp8" (GUI/kohya_gui/class_accelerate_launch.py L21-26).
-PRECISIONS = {"no": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8"}
+PRECISIONS = ("no", "fp16", "bf16", "fp8")  # kohya's own spellings; reading.precision_word translates them
 
 # network_module → adapter. sd-scripts' own modules (SS/networks/): lora*, dylora, lora_fa are
 # LoRA, oft* is OFT; the kohya_ss GUI also names networks.loha / networks.lokr
@@ -182,11 +182,11 @@ def _precision(doc: Document, tool: str, lookup: Lookup, key: str, default_raw: 
     if found is None:
         if default_raw is None:
             return []
-        return [default(doc, "precision", PRECISIONS[default_raw], default_raw, tool, key)]
+        return [default(doc, "precision", precision_word(default_raw), default_raw, tool, key)]
     raw = found[1].value
     if not isinstance(raw, str) or raw.strip().lower() not in PRECISIONS:
         return []
-    return [setting(doc, found[1], "precision", PRECISIONS[raw.strip().lower()], tool, found[0], note=_note(doc, tool, key))]
+    return [setting(doc, found[1], "precision", precision_word(raw), tool, found[0], note=_note(doc, tool, key))]
 
 
 def _weights(doc: Document, tool: str, lookup: Lookup) -> List[Setting]:
