@@ -75,8 +75,11 @@ def onetrainer_intent(dora: bool = True, unet: str = "fp8", unet_trained: bool =
 
 
 def env_with(intent: Optional[Intent], as_json: bool = False) -> Environment:
-    data: Any = intent.to_dict() if (as_json and intent is not None) else intent
-    return Environment(python="/home/me/venv/bin/python", torch="2.13.0+cpu", torch_import={"ok": True}, intent=data)
+    """The rules' environment; as_json: as a recorded report's JSON environment rebuilds it."""
+    if as_json and intent is not None:
+        return Environment.from_report({"executable": "/home/me/venv/bin/python", "torch": "2.13.0+cpu",
+                                        "torch_import": {"ok": True}, "intent": intent.to_dict()})
+    return Environment(python="/home/me/venv/bin/python", torch="2.13.0+cpu", torch_import={"ok": True}, intent=intent)
 
 
 def judge(report: Dict[str, Any], intent: Optional[Intent] = None, as_json: bool = False) -> List[Finding]:

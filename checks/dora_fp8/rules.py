@@ -38,14 +38,6 @@ PHASES = {
 ONETRAINER_UPCAST_FIX = "2925dc8f"  # github.com/Nerogar/OneTrainer: "add support for DoRA training on quantized base models"
 
 
-def intent_of(env: Environment) -> Optional[Intent]:
-    """env.intent as an Intent: the engine may hand over the object or its JSON form."""
-    data = env.intent
-    if data is None or isinstance(data, Intent):
-        return data
-    return Intent.from_dict(data)
-
-
 @dataclass(frozen=True)
 class Asked:
     """What the config asks of the adapter family: the settings that say so."""
@@ -243,7 +235,7 @@ def _peft_import(facts: Dict[str, Any]) -> Optional[Finding]:
 
 
 def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
-    intent = intent_of(env)
+    intent = env.intent
     ask = asked(intent)
     runs = list(facts.get("runs") or ())
     found = [_peft_import(facts), _dora_finding(runs, ask), _lora_finding(runs, ask)]
