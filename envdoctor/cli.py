@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
@@ -102,6 +103,121 @@ def check(
     else:
         render.render_terminal(report, verbose=verbose)
     return report.exit_code
+
+
+@app.command()
+def fix(
+    yes: bool = typer.Option(False, "--yes", "-y", help="Apply the plan without asking, then verify it."),
+    python: Optional[str] = typer.Option(None, "--python", help="Interpreter (or venv folder) to fix; default: this one."),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="Fix only the findings of these check ids."),
+    config: Optional[List[str]] = typer.Option(None, "--config", help="Training config to probe and edit; repeatable. "
+                                                "Default: accelerate's default config, when there is one."),
+    no_config: bool = typer.Option(False, "--no-config", help="Read no training config, not even accelerate's default one."),
+    prefer: Optional[List[str]] = typer.Option(None, "--prefer", help="Take this remedy where a finding offers it (e.g. dora-off, "
+                                                "base-bf16, fp32, upgrade-torch); repeatable."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="As in `check`."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan and the outcome as JSON."),
+) -> int:
+    """Plan the fixes for check's findings; with --yes apply them, verify them by re-probing, and journal them for undo.
+
+    Exit code 0: nothing to fix, or everything applied and verified; 1: findings left or a step failed
+    (everything it did rolled back); 2: bad input.
+    """
+    from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.runner import BadInterpreter
+
+    if config and no_config:
+        raise CliError("--config and --no-config cannot be combined")
+    request = CheckRequest(python=python, only=_split(only), timeout_s=timeout, configs=list(config or ()), default_config=not no_config)
+    try:
+        report = _finish(PendingCheck(request), show_progress=not as_json)
+    except (UsageError, BadInterpreter) as exc:
+        raise CliError(str(exc)) from None
+    from envdoctor import report as render
+    from envdoctor.fix.plan import make_plan
+
+    plan = make_plan(report, prefer=_split(prefer), only=request.only)
+    result = {"schema": "envdoctor/1", "plan": plan.to_dict(), "outcome": None}
+    if not as_json:
+        print("\n".join(render.plan_lines(result["plan"])))
+    if plan.empty:
+        return _done(result, as_json, 0)
+    if not plan.applicable or not (yes or _confirmed(as_json)):
+        if not as_json and plan.applicable:
+            print("Nothing changed. Apply with `envdoctor fix --yes`; every step is journaled for `envdoctor undo`.")
+        return _done(result, as_json, 1)
+    from envdoctor.fix.apply import apply_plan
+    from envdoctor.fix.journal import Journal, JournalError, state_dir
+
+    try:
+        outcome = apply_plan(plan, request, Journal(state_dir()), say=None if as_json else _say)
+    except JournalError as exc:
+        raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
+    result["outcome"] = outcome.to_dict()
+    if not as_json:
+        print("\n".join(render.outcome_lines(result["outcome"])))
+    return _done(result, as_json, outcome.exit_code)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _confirmed(as_json: bool) -> bool:
+    """On a terminal, ask; without one (CI, a pipe), never apply unasked."""
+    if as_json or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return False
+    try:
+        answer = input("Apply these steps? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _done(result: Dict[str, Any], as_json: bool, code: int) -> int:
+    if as_json:
+        result["exit_code"] = code
+        print(json.dumps(result, indent=2, ensure_ascii=not _stdout_is_utf8()))
+    return code
+
+
+@app.command()
+def undo(
+    run_id: Optional[str] = typer.Option(None, "--id", help="The fix run to revert (default: the last one)."),
+    list_runs: bool = typer.Option(False, "--list", help="Show the journal of fix runs and exit."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> int:
+    """Revert a fix run byte for byte from its journal (file backups, stashed packages): no network needed."""
+    from envdoctor import report as render
+    from envdoctor.fix.journal import Journal, JournalError, state_dir
+    from envdoctor.fix.steps import FixError
+    from envdoctor.fix.undo import undo_run
+
+    try:
+        journal = Journal(state_dir())
+        if list_runs:
+            runs = [run_summary(r) for r in journal.runs()]
+            print(json.dumps(runs, indent=2) if as_json else "\n".join(render.runs_lines(runs)))
+            return 0
+        run = journal.find(run_id)
+        lines = undo_run(run)
+    except (JournalError, FixError) as exc:
+        raise CliError(str(exc)) from None
+    if as_json:
+        print(json.dumps({"undone": run.id, "steps": lines}, indent=2))
+    else:
+        print("\n".join(lines + ["Undone: fix run %s." % run.id]))
+    return 0
+
+
+def run_summary(run: Any) -> Dict[str, Any]:
+    """A journal run as `undo --list` shows it."""
+    return {
+        "id": run.id,
+        "status": run.status,
+        "python": run.meta.get("python"),
+        "steps": [{"number": s.number, "kind": s.kind, "status": s.status, "summary": (s.plan.get("summary") or "")} for s in run.steps],
+    }
 
 
 def _stdout_is_utf8() -> bool:

@@ -30,7 +30,7 @@ from envdoctor.model import (
 )
 from envdoctor.redact import Redactor, environment_variables
 from envdoctor.registry import BrokenPlugin, LoadedCheck, checks_dir, load_checks
-from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult
+from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult, environ_with
 
 # Environment variables that change what torch and the trainers do.
 RELEVANT_VARIABLES = (
@@ -60,6 +60,7 @@ class CheckRequest:
     configs: Sequence[str] = ()  # training configs (--config); none: accelerate's default config, if any
     default_config: bool = True  # False (--no-config): not even accelerate's default config
     quick: bool = False  # --quick: skip the checks that import the training libraries
+    environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
 
 
 def resolve_python(python: Optional[str]) -> str:
@@ -130,7 +131,7 @@ class PendingCheck:
         validate_request(request)
         self.request = request
         self.python = resolve_python(request.python)
-        self.intent, self.config_notes = read_intent(request)
+        self.intent, self.config_notes = read_intent(request, environ_with(request.environ) if request.environ else None)
         self.runners: Dict[str, Runner] = {"main": self._runner(True)}
         self.runners["main"].start()  # torch imports while the checks load
         try:
@@ -151,7 +152,7 @@ class PendingCheck:
 
     def _runner(self, collect_system: bool, needs: Sequence[str] = ()) -> Runner:
         return Runner(self.python, PACKAGE_DIR_DEFAULT, checks_dir(), timeout_s=self.request.timeout_s,
-                      collect_system=collect_system, needs=needs)
+                      collect_system=collect_system, needs=needs, environ=self.request.environ)
 
     def _drop_idle_groups(self) -> None:
         """A group whose libraries the target does not have runs in the main worker: its

@@ -353,3 +353,73 @@ def render_markdown(report: Report, verbose: bool = False) -> str:
     rest = {k: v for k, v in env.items() if k not in ("system", "torch_runtime")}  # rendered above as tables
     out += ["", "<details><summary>Environment</summary>", "", "```json", json.dumps(rest, indent=2, ensure_ascii=False), "```", "", "</details>"]
     return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- fix and undo
+# Rendered from their JSON form (Plan.to_dict(), Outcome.to_dict(), the journal's runs),
+# so that `--json` and the terminal say the same things.
+
+def _count(n: int, word: str) -> str:
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
+def plan_lines(plan: Dict[str, Any]) -> List[str]:
+    steps = plan.get("steps") or []
+    unresolved = plan.get("unresolved") or []
+    if not steps and not unresolved:
+        return ["Nothing to fix: no error or warning findings."]
+    auto = [s for s in steps if s.get("applies")]
+    out = ["Plan: %s envdoctor can apply, %s for you." % (_count(len(auto), "step"), _count(len(steps) - len(auto), "manual step")), ""]
+    for step in steps:
+        remedy = step["remedy"]
+        tag = step["kind"] if step.get("applies") else "manual"
+        chosen = " (--prefer)" if step.get("preferred") else ""
+        out.append("%d. [%s] %s  (%s)%s" % (step["number"], tag, remedy["summary"], remedy.get("id") or "-", chosen))
+        for finding in step.get("findings") or ():
+            mark = SEVERITY_MARK[Severity(finding["severity"])][0]
+            out.append("   for %s %s: %s" % (mark, finding["check"], finding["title"]))
+        out += ["   %s" % line for line in step.get("lines") or ()]
+        for passed in step.get("passed_over") or ():
+            out.append("   not taken: %s (%s): %s" % (passed.get("id") or passed["summary"], passed["kind"], passed["reason"]))
+        for other in step.get("alternatives") or ():
+            how = "--prefer %s" % other["id"] if other.get("id") and other["kind"] != "manual" else other["kind"]
+            out.append("   or [%s] %s" % (how, other["summary"]))
+        out.append("")
+    for finding in unresolved:
+        mark = SEVERITY_MARK[Severity(finding["severity"])][0]
+        out.append("No remedy known: %s %s: %s" % (mark, finding["check"], finding["title"]))
+    return out
+
+
+def outcome_lines(outcome: Dict[str, Any]) -> List[str]:
+    out: List[str] = [""]
+    for verdict in outcome.get("verified") or ():
+        out.append("step %d: %s" % (verdict["step"], "fixed" if verdict["fixed"] else "NOT fixed"))
+        out += ["   %s" % e for e in verdict.get("evidence") or ()]
+    for finding in outcome.get("also_fixed") or ():
+        out.append("also gone: %s: %s" % (finding["check"], finding["title"]))
+    if outcome.get("failure"):
+        out.append("fix failed: %s" % outcome["failure"])
+    if outcome.get("rolled_back"):
+        out.append("rolled back:")
+        out += ["   %s" % line for line in outcome["rolled_back"]]
+    status = outcome.get("status")
+    if status == "verified":
+        out.append("Fixed and verified (journal %s; `envdoctor undo` reverts it)." % outcome.get("journal"))
+    elif status in ("rolled-back", "not-fixed"):
+        out.append("Nothing was changed in the end: everything this run did was rolled back (journal %s)." % outcome.get("journal"))
+    else:
+        out.append("The rollback did not finish: see journal %s and `envdoctor undo --list`." % outcome.get("journal"))
+    return out
+
+
+def runs_lines(runs: List[Dict[str, Any]]) -> List[str]:
+    if not runs:
+        return ["No fix runs in the journal."]
+    out = []
+    for run in runs:
+        steps = run.get("steps") or []
+        out.append("%s  %-11s  %s  %s" % (run["id"], run.get("status", "?"), run.get("python") or "", _count(len(steps), "step")))
+        for step in steps:
+            out.append("    %d. [%s] %s  %s" % (step["number"], step["kind"], step.get("status", "?"), step.get("summary") or ""))
+    return out

@@ -24,7 +24,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.redact import Redactor
 
@@ -101,11 +101,23 @@ def describe_exit(returncode: Optional[int]) -> str:
     return "exit status %d" % returncode
 
 
+def environ_with(overrides: Mapping[str, Optional[str]]) -> Dict[str, str]:
+    """os.environ with `overrides` set, or unset where None (what `fix` verifies with)."""
+    env = dict(os.environ)
+    for name, value in overrides.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
 class Worker:
     """One worker process with non-blocking line reads."""
 
-    def __init__(self, python: str, package_dir: Path, checks_dir: Path, extra_args: List[str]) -> None:
-        env = dict(os.environ)
+    def __init__(self, python: str, package_dir: Path, checks_dir: Path, extra_args: List[str],
+                 environ: Optional[Mapping[str, Optional[str]]] = None) -> None:
+        env = environ_with(environ or {})
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONSTARTUP", None)
         argv = [python, "-c", BOOTSTRAP, str(package_dir), str(checks_dir), *extra_args]
@@ -206,8 +218,10 @@ class Runner:
         torch_import_timeout_s: float = TORCH_IMPORT_TIMEOUT_S,
         collect_system: bool = True,
         needs: Sequence[str] = (),
+        environ: Optional[Mapping[str, Optional[str]]] = None,
     ) -> None:
         self.python = python
+        self.environ = dict(environ or {})
         self.package_dir = package_dir
         self.checks_dir = checks_dir
         self.timeout_s = timeout_s  # the user's --timeout; None: the defaults
@@ -230,7 +244,7 @@ class Runner:
             args = (["--no-torch"] if self._no_torch else []) + (["--no-system"] if self._system is not None else [])
             if self.needs:
                 args += ["--needs", ",".join(self.needs)]
-            self._worker = Worker(self.python, self.package_dir, self.checks_dir, args)
+            self._worker = Worker(self.python, self.package_dir, self.checks_dir, args, self.environ)
 
     def hello(self) -> Dict[str, Any]:
         """The worker's hello (sent before it imports torch): start it and read that much."""
