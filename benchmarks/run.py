@@ -10,7 +10,9 @@ Goals (issue 3): `envdoctor --version` <= 1.5x `import typer`; `envdoctor check`
 With --libs-python (an environment with transformers, diffusers and peft), also
 `envdoctor check --python PYTHON` (library probes included) against that
 environment's `diffusers-cli env`, which runs no op at all (issue 13: no slower),
-and `check --quick` against a bare `import torch` there.
+and `check --quick` against a bare `import torch` there. `envdoctor fix` (the plan, no
+--yes) against `check` (issue 14: about 1.1x), and with --old-torch-python on a config
+that has a plan to make.
 No test asserts these numbers: they are measured here, reported in the README.
 """
 
@@ -24,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -46,7 +49,19 @@ PAIRS = [
     ("envdoctor check", ENVDOCTOR + ["check"], "python -c 'import torch'", [PY, "-c", "import torch"], 1.5),
     ("envdoctor check --json", ENVDOCTOR + ["check", "--json"], "python -c 'import torch'", [PY, "-c", "import torch"], 1.5),
     ("envdoctor check", ENVDOCTOR + ["check"], "python -m torch.utils.collect_env", [PY, "-m", "torch.utils.collect_env"], 1.0),
+    # issue 14: planning costs no more than about the check it plans from
+    ("envdoctor fix", ENVDOCTOR + ["fix", "--no-config"], "envdoctor check", ENVDOCTOR + ["check", "--no-config"], 1.1),
 ]
+
+# seed 004's autotrain config: on torch 2.0.1 its fp16 fails on the CPU, so `fix` has a plan to make
+SEED_004 = "task: dreambooth\nbase_model: stabilityai/stable-diffusion-xl-base-1.0\nproject_name: p\nbackend: local\nparams:\n  mixed_precision: fp16\n"
+
+
+def seed_pairs(python: str, config: Path) -> list:
+    """`fix` with a plan (an edit and its diff, alternatives) against `check` of the same config."""
+    args = ["--python", python, "--config", str(config)]
+    return [("envdoctor fix --python OLD --config seed-004", ENVDOCTOR + ["fix", *args],
+             "envdoctor check --python OLD --config seed-004", ENVDOCTOR + ["check", *args], 1.1)]
 
 
 def library_pairs(python: str) -> list:
@@ -96,10 +111,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--libs-python", help="an interpreter with transformers, diffusers and peft: adds the library-probe pairs")
+    parser.add_argument("--old-torch-python", help="an interpreter with torch 2.0.1: adds `fix` with a plan against `check`")
     args = parser.parse_args()
 
     rows = []
     pairs = list(PAIRS) + (library_pairs(args.libs_python) if args.libs_python else [])
+    if args.old_torch_python:
+        config = Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.yaml"
+        config.write_text(SEED_004, encoding="utf-8")
+        pairs += seed_pairs(args.old_torch_python, config)
     for name_a, argv_a, name_b, argv_b, goal in pairs:
         result = measure_pair(argv_a, argv_b, args.runs)
         rows.append({"command": name_a, "baseline": name_b, "goal_ratio": goal, **result})

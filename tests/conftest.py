@@ -115,6 +115,8 @@ def codes(findings: List[Any]) -> List[str]:
 
 
 _EMPTY_HF_HOME = tempfile.mkdtemp(prefix="envdoctor-tests-hf-home-")
+# `fix` journals its runs here, never in the developer's own state folder
+_STATE_DIR = tempfile.mkdtemp(prefix="envdoctor-tests-state-")
 
 
 def run_envdoctor(
@@ -131,6 +133,7 @@ def run_envdoctor(
     # the developer's own accelerate default config must not reach the tests unasked (and
     # the libraries the probes import may create cache folders there: not in the repository)
     full_env["HF_HOME"] = _EMPTY_HF_HOME
+    full_env["ENVDOCTOR_STATE_DIR"] = _STATE_DIR
     full_env.pop("ACCELERATE_CONFIG_FILE", None)
     full_env.update(env or {})
     return subprocess.run(

@@ -1,0 +1,235 @@
+"""`envdoctor fix` and `envdoctor undo` end to end: the seeds' stacks really installed, real
+config files, the real CLI; every edit verified by re-probing and undone byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+import yaml
+from conftest import run_envdoctor
+
+SEED_004 = (  # seed 004: autotrain-advanced SDXL DreamBooth, fp16, on a CPU runtime (torch 2.0.1 there)
+    "task: dreambooth\r\n"
+    "base_model: stabilityai/stable-diffusion-xl-base-1.0\r\n"
+    "project_name: my-dreambooth  # the Colab notebook's name\r\n"
+    "backend: local\r\n"
+    "data:\r\n"
+    "  path: images/\r\n"
+    "  prompt: photo of sks dog\r\n"
+    "params:\r\n"
+    "  # mixed_precision: bf16\r\n"
+    "  image_size: 1024\r\n"
+    "  mixed_precision: fp16\r\n"
+    "  batch_size: 1"  # no final newline
+)
+
+ACCELERATE = (  # what `accelerate config` writes, trimmed
+    "compute_environment: LOCAL_MACHINE\n"
+    "debug: false\n"
+    "distributed_type: 'NO'\n"
+    "downcast_bf16: 'no'\n"
+    "machine_rank: 0\n"
+    "main_training_function: main\n"
+    "mixed_precision: fp16\n"
+    "num_machines: 1\n"
+    "num_processes: 1\n"
+    "use_cpu: false\n"
+)
+
+ONETRAINER_DORA_FP8 = """{
+    "__version": 9,
+    "training_method": "LORA",
+    "model_type": "STABLE_DIFFUSION_XL_10_BASE",
+    "base_model_name": "stabilityai/stable-diffusion-xl-base-1.0",
+    "vae": {"model_name": "madebyollin/sdxl-vae-fp16-fix", "weight_dtype": "FLOAT_32"},
+    "train_device": "cpu",
+    "temp_device": "cpu",
+    "train_dtype": "BFLOAT_16",
+    "unet": {
+        "train": true,
+        "weight_dtype": "FLOAT_8"
+    },
+    "text_encoder": {
+        "train": false,
+        "weight_dtype": "FLOAT_16"
+    },
+    "lora_rank": 16,
+    "lora_decompose": true
+}"""
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def write(path: Path, text: str) -> Path:
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    return path
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def envdoctor(*args: str, state: Path, env: Optional[Dict[str, str]] = None, code: Optional[int] = None, timeout: float = 600) -> Any:
+    proc = run_envdoctor(*args, env=dict(env or {}, ENVDOCTOR_STATE_DIR=str(state)), timeout=timeout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    if code is not None:
+        assert proc.returncode == code, (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:])
+    return proc
+
+
+def fix_json(*args: str, state: Path, code: int, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    proc = envdoctor("fix", "--json", *args, state=state, env=env, code=code)
+    return json.loads(proc.stdout)
+
+
+def changed_lines(before: str, after: str) -> List[tuple]:
+    """(old line, new line) for every line that differs: the rest of the file is untouched."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    assert len(old) == len(new)
+    return [(a, b) for a, b in zip(old, new) if a != b]
+
+
+# ---------------------------------------------------------------- seed 004 on torch 2.0.1
+
+
+@pytest.mark.slow
+def test_seed_004_fp16_on_a_cpu_without_half_kernels_is_fixed_verified_and_undone(old_torch_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "train.yaml", SEED_004)
+    state = tmp_path / "state"
+    before = train.read_bytes()
+    python = ("--python", str(old_torch_python), "--config", str(train))
+
+    # the check names the line
+    proc = envdoctor("check", *python, "--only", "cpu-half-kernels", state=state, code=1)
+    assert "train.yaml:11 `mixed_precision: fp16` asks for fp16 on the CPU" in proc.stdout
+
+    # without a terminal and without --yes: the plan only, exit 1, nothing changed
+    proc = envdoctor("fix", *python, "--only", "cpu-half-kernels,library-probes", state=state, code=1)
+    assert train.read_bytes() == before
+    plan = proc.stdout
+    assert "1. [config] " in plan and "(precision-fp32)" in plan
+    assert "-  mixed_precision: fp16" in plan
+    assert "+  mixed_precision: null" in plan
+    assert "--prefer torch-upgrade" in plan  # the torch upgrade, as an alternative
+    assert "Move the run to a GPU" in plan  # and the GPU switch
+    assert not state.exists() or not list(state.rglob("journal.json"))
+
+    # --yes: applied, verified by re-probing on torch 2.0.1
+    result = fix_json("--yes", *python, "--only", "cpu-half-kernels,library-probes", state=state, code=0)
+    assert result["outcome"]["status"] == "verified"
+    assert all(v["fixed"] for v in result["outcome"]["verified"])
+    after = train.read_bytes().decode("utf-8")
+    assert changed_lines(before.decode("utf-8"), after) == [("  mixed_precision: fp16\r\n", "  mixed_precision: null\r\n")]
+    assert yaml.safe_load(after)["params"]["mixed_precision"] is None
+    assert not after.endswith("\n")  # still no final newline
+    envdoctor("check", *python, "--only", "cpu-half-kernels", state=state, code=0)
+
+    # undo: byte for byte
+    envdoctor("undo", state=state, code=0)
+    assert train.read_bytes() == before
+    listing = envdoctor("undo", "--list", state=state, code=0).stdout
+    assert result["outcome"]["journal"] in listing and "undone" in listing
+
+
+@pytest.mark.slow
+def test_accelerate_fp16_on_the_cpu_becomes_quoted_no(old_torch_python: Path, tmp_path: Path) -> None:
+    config = write(tmp_path / "default_config.yaml", ACCELERATE)
+    state = tmp_path / "state"
+    result = fix_json("--yes", "--python", str(old_torch_python), "--config", str(config), "--only", "cpu-half-kernels", state=state, code=0)
+    assert result["outcome"]["status"] == "verified"
+    after = config.read_text(encoding="utf-8")
+    assert changed_lines(ACCELERATE, after) == [("mixed_precision: fp16\n", "mixed_precision: 'no'\n")]
+    assert yaml.safe_load(after)["mixed_precision"] == "no"  # a string, not YAML's False
+    envdoctor("undo", state=state, code=0)
+    assert config.read_text(encoding="utf-8") == ACCELERATE
+
+
+# ---------------------------------------------------------------- seed 003: DoRA on a float8 base, torch 2.13 with peft
+
+
+@pytest.mark.slow
+def test_dora_on_float8_is_turned_off_and_the_probe_passes(libs_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "sdxl-dora-fp8.json", ONETRAINER_DORA_FP8)
+    state = tmp_path / "state"
+    args = ("--python", str(libs_python), "--config", str(train), "--only", "dora-fp8")
+    envdoctor("check", *args, state=state, code=1)
+    result = fix_json("--yes", *args, state=state, code=0)
+    (step,) = result["plan"]["steps"]
+    assert step["remedy"]["id"] == "dora-off"
+    assert "base-bf16" in [a["id"] for a in step["alternatives"]]
+    assert result["outcome"]["status"] == "verified"
+    after = train.read_text(encoding="utf-8")
+    assert changed_lines(ONETRAINER_DORA_FP8, after) == [('    "lora_decompose": true\n', '    "lora_decompose": false\n')] or \
+        changed_lines(ONETRAINER_DORA_FP8 + "\n", after + "\n") == [('    "lora_decompose": true\n', '    "lora_decompose": false\n')]
+    assert json.loads(after)["lora_decompose"] is False
+    envdoctor("check", *args, state=state, code=0)
+    envdoctor("undo", state=state, code=0)
+    assert train.read_text(encoding="utf-8") == ONETRAINER_DORA_FP8
+
+
+@pytest.mark.slow
+def test_prefer_base_bf16_changes_only_the_trained_parts_weights(libs_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "sdxl-dora-fp8.json", ONETRAINER_DORA_FP8)
+    state = tmp_path / "state"
+    args = ("--python", str(libs_python), "--config", str(train), "--only", "dora-fp8")
+    result = fix_json("--yes", "--prefer", "base-bf16", *args, state=state, code=0)
+    assert result["plan"]["steps"][0]["remedy"]["id"] == "base-bf16" and result["plan"]["steps"][0]["preferred"]
+    assert result["outcome"]["status"] == "verified"
+    data = json.loads(train.read_text(encoding="utf-8"))
+    assert data["unet"]["weight_dtype"] == "BFLOAT_16"
+    assert data["text_encoder"]["weight_dtype"] == "FLOAT_16" and data["lora_decompose"] is True
+    envdoctor("undo", state=state, code=0)
+    assert train.read_text(encoding="utf-8") == ONETRAINER_DORA_FP8
+
+
+# ---------------------------------------------------------------- faults: nothing half-done
+
+
+@pytest.mark.slow
+def test_an_unwritable_journal_stops_before_anything_changes(old_torch_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "train.yaml", SEED_004)
+    blocker = write(tmp_path / "not-a-folder", "a file where the state folder would go")
+    proc = envdoctor("fix", "--yes", "--python", str(old_torch_python), "--config", str(train), "--only", "cpu-half-kernels",
+                     state=blocker / "state")
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("envdoctor: error: ") and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert train.read_bytes().decode("utf-8") == SEED_004
+
+
+@pytest.mark.slow
+def test_a_read_only_config_is_refused_untouched(old_torch_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "train.yaml", SEED_004)
+    os.chmod(train, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    state = tmp_path / "state"
+    result = fix_json("--yes", "--python", str(old_torch_python), "--config", str(train), "--only", "cpu-half-kernels", state=state, code=1)
+    assert result["outcome"]["status"] == "rolled-back"
+    assert "read-only" in result["outcome"]["failure"]
+    assert train.read_bytes().decode("utf-8") == SEED_004
+    assert stat.S_IMODE(train.stat().st_mode) == stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+
+
+def test_nothing_to_fix_exits_0(tmp_path: Path) -> None:
+    proc = envdoctor("fix", "--no-config", "--only", "cpu-half-kernels,dtype-mismatch", state=tmp_path / "state", code=0)
+    assert "Nothing to fix" in proc.stdout
+
+
+def test_a_malformed_config_is_one_line_exit_2_untouched(tmp_path: Path) -> None:
+    broken = write(tmp_path / "train.yaml", "params:\n  mixed_precision: fp16\n   bad: [\n")
+    before = broken.read_bytes()
+    proc = envdoctor("fix", "--yes", "--config", str(broken), state=tmp_path / "state", code=2)
+    assert proc.stderr.startswith("envdoctor: error: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert broken.read_bytes() == before
+
+
+def test_undo_without_runs_is_one_line(tmp_path: Path) -> None:
+    proc = envdoctor("undo", state=tmp_path / "state", code=2)
+    assert proc.stderr.startswith("envdoctor: error: ") and len(proc.stderr.strip().splitlines()) == 1
+    assert "No fix runs" in envdoctor("undo", "--list", state=tmp_path / "state", code=0).stdout
