@@ -161,7 +161,8 @@ def test_install_failing_midway_after_the_uninstall_is_undone(target: Path, tmp_
 def test_pip_without_report_stashes_the_named_requirements(target: Path, tmp_path: Path, offline: None) -> None:
     """A target pip older than 22.2 has no --dry-run --report: the named requirements that are
     installed are stashed instead, and undo puts them back byte for byte (here pip finds apex
-    already satisfied, so the only change is undo's own uninstall and restore)."""
+    already satisfied, so the only change is undo's own uninstall and restore), also when the
+    undo itself was interrupted and is run again."""
     before = freeze(target)
     apex_files = hashes(target, ["apex"])
     action = PipAction(action=pip_action(env_of(target), install=["apex==0.9.10.dev0"], no_deps=True), python=str(target), pip=(22, 0))
@@ -171,6 +172,16 @@ def test_pip_without_report_stashes_the_named_requirements(target: Path, tmp_pat
     action.confirm()
     assert [s["name"] for s in step.record["stashed"]] == ["apex"]
     step.mark("confirmed")
+
+    # Ctrl-C in the undo, after its own uninstall and before the restore: run again, it finishes
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stash, "restore", interrupt)
+        with pytest.raises(KeyboardInterrupt):
+            undo_later(tmp_path)
+    assert "apex" not in freeze(target).lower()
     undo_later(tmp_path)
     assert freeze(target) == before
     assert hashes(target, ["apex"]) == apex_files

@@ -197,13 +197,18 @@ def undo(step: JournalStep) -> None:
     stashed: List[Dict[str, Any]] = list(record.get("stashed") or ())
     touched: Set[str] = {n for n in set(before) | set(after) if before.get(n) != after.get(n)}
     touched |= {stash.canonical(s["name"]) for s in stashed}
-    # Since the step: what the user changed on the same names is theirs, and undo would overwrite it.
+    # Since the step: what the user changed on the same names is theirs, and undo would overwrite
+    # it; unless an undo of this step already began (interrupted): those changes are its own.
     since = {n for n in set(after) | set(now) if after.get(n) != now.get(n)}
     clash = sorted(touched & since)
-    if clash:
+    if record.get("undoing"):
+        since -= touched
+    elif clash:
         raise FixError("cannot undo step %d: changed since the fix: %s" % (
             step.number, "; ".join(stash.listing_changes({n: after[n] for n in clash if n in after},
                                                           {n: now[n] for n in clash if n in now}))))
+    record["undoing"] = True
+    step.save()
     remove = sorted(n for n in touched if n in now)
     if remove:
         run = PipRun(("uninstall", "-y", *remove))
