@@ -57,6 +57,6 @@ def minimums(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
-    session.install("ruff", "mypy", "typer", "rich", "packaging", "nox", "pytest")
+    session.install("ruff", "mypy", "typer", "rich", "packaging", "platformdirs", "nox", "pytest")
     session.run("ruff", "check", ".")
     session.run("mypy")

@@ -12,6 +12,7 @@ Stdlib only, Python 3.8+: the checks' rules build their remedies with it.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.model import Environment, Remedy
@@ -87,13 +88,31 @@ def pip_action(
     return action
 
 
-def pip_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
-    """The command lines of a pip action: an uninstall first (when asked), then one install.
+@dataclass(frozen=True)
+class PipRun:
+    """One pip invocation of an action, as data: `fix` runs its argv, the plan prints its line."""
+
+    args: Tuple[str, ...]  # after `python -m pip`
+    env: Tuple[Tuple[str, str], ...] = ()  # build variables, sorted
+
+    @property
+    def verb(self) -> str:
+        return self.args[0]
+
+    def argv(self, python: str) -> List[str]:
+        return [python, "-m", "pip", *self.args]
+
+    def line(self, python: Optional[str]) -> str:
+        return "".join("%s=%s " % (k, quote(v)) for k, v in self.env) + pip_command(python, *self.args)
+
+
+def pip_runs(action: Mapping[str, Any]) -> Tuple[PipRun, ...]:
+    """The pip invocations of a pip action: an uninstall first (when asked), then one install.
     Constraints are written as requirements on the same command line: pip must then keep
     them, with no constraints file to manage."""
-    commands: List[str] = []
+    runs: List[PipRun] = []
     if action.get("uninstall"):
-        commands.append(pip_command(python, "uninstall", "-y", *action["uninstall"]))
+        runs.append(PipRun(("uninstall", "-y", *action["uninstall"])))
     wanted = list(action.get("install") or ()) + list(action.get("upgrade") or ())
     if wanted:
         args = ["install"]
@@ -106,9 +125,14 @@ def pip_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str,
         args += wanted + list(action.get("constraints") or ())
         if action.get("index_url"):
             args += ["--index-url", action["index_url"]]
-        prefix = "".join("%s=%s " % (k, quote(str(v))) for k, v in sorted((action.get("build_env") or {}).items()))
-        commands.append(prefix + pip_command(python, *args))
-    return tuple(commands)
+        env = tuple(sorted((str(k), str(v)) for k, v in (action.get("build_env") or {}).items()))
+        runs.append(PipRun(tuple(args), env))
+    return tuple(runs)
+
+
+def pip_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
+    """The command lines of a pip action (pip_runs), as the user would type them."""
+    return tuple(run.line(python) for run in pip_runs(action))
 
 
 def env_commands(action: Mapping[str, Any]) -> Tuple[str, ...]:

@@ -1,0 +1,224 @@
+"""Kind "pip": a remedy's pip action run by the target interpreter's own pip (never a shell),
+with torch pinned by the action's constraints.
+
+Before pip changes anything, the step records the target's full listing and stashes every
+distribution the action will remove or replace: the uninstalled names, and for an install
+what pip itself reports it would replace (`pip install --dry-run --report -`, pip >= 22.2;
+the named requirements on an older pip). `undo(step)` then works offline: it uninstalls
+what the step brought in and puts the stashed files back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from envdoctor.commands import PipRun, pip_commands, pip_runs
+from envdoctor.fix import stash
+from envdoctor.fix.journal import JournalStep
+from envdoctor.fix.steps import FixError, NotApplicable
+from envdoctor.model import ACTION_KEYS
+from envdoctor.versions import release_tuple, requirement_name
+
+KIND = "pip"
+REPORT_PIP = (22, 2)  # `pip install --dry-run --report`: pip 22.2 release notes (https://pip.pypa.io/en/stable/news/#v22-2)
+PIP_VERSION_TIMEOUT_S = 60.0
+# What we add to pip's environment, never to its command line: no prompt can hang a fix, and
+# no self-update check reaches for the network.
+QUIET_PIP_ENV = {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+
+def _pip_env(run: PipRun) -> Dict[str, str]:
+    env = dict(os.environ)
+    for key, value in QUIET_PIP_ENV.items():
+        env.setdefault(key, value)
+    env.update(dict(run.env))
+    return env
+
+
+def _last_error(output: str) -> str:
+    """pip's last `ERROR:` line, else its last line: the one line the user needs."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("ERROR:")]
+    return (errors or lines or ["no output"])[-1]
+
+
+def _run_pip(python: str, run: PipRun, extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """One pip invocation with its output captured (a Ctrl-C reaches pip too and stops us)."""
+    argv = run.argv(python) + list(extra)
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, env=_pip_env(run))
+    except OSError as exc:
+        raise FixError("cannot run %s: %s" % (run.line(python), exc)) from exc
+
+
+def pip_version(python: str) -> Tuple[int, ...]:
+    """The target's pip release, (23, 2, 1); NotApplicable when it has none."""
+    try:
+        proc = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=PIP_VERSION_TIMEOUT_S,
+                              env=_pip_env(PipRun(("--version",))))
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NotApplicable("cannot run the target interpreter %s: %s" % (python, exc)) from exc
+    words = proc.stdout.split()
+    if proc.returncode != 0 or len(words) < 2 or words[0] != "pip":
+        raise NotApplicable("%s has no pip (`%s -m pip` fails: %s)" % (python, python, _last_error(proc.stderr + proc.stdout)))
+    return release_tuple(words[1])
+
+
+def _requirement_names(action: Mapping[str, Any]) -> List[str]:
+    wanted = list(action.get("install") or ()) + list(action.get("upgrade") or ())
+    return [n for n in (requirement_name(r) for r in wanted) if n]
+
+
+@dataclass
+class PipAction:
+    """A prepared pip action for one target interpreter (the Action protocol)."""
+
+    action: Dict[str, Any]
+    python: str
+    pip: Tuple[int, ...] = ()
+    kind: str = KIND
+    # filled by apply(), read by confirm()
+    before: Dict[str, str] = field(default_factory=dict)
+    planned: Dict[str, str] = field(default_factory=dict)  # what pip reported it would install: name → version
+
+    def lines(self) -> List[str]:
+        return list(pip_commands(self.action, self.python))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "python": self.python, "action": dict(self.action), "commands": self.lines()}
+
+    def _install_run(self) -> Optional[PipRun]:
+        return next((r for r in pip_runs(self.action) if r.verb == "install"), None)
+
+    def will_install(self) -> Optional[Dict[str, str]]:
+        """What the install would put in (canonical name → version), asked of pip itself without
+        changing anything; None when the target's pip is too old to report it."""
+        run = self._install_run()
+        if run is None:
+            return {}
+        if self.pip < REPORT_PIP:
+            return None
+        proc = _run_pip(self.python, run, ("--dry-run", "--quiet", "--report", "-"))
+        if proc.returncode != 0:
+            raise FixError("pip cannot install %s: %s" % (" ".join(_requirement_names(self.action)) or "the requirements",
+                                                          _last_error(proc.stderr + proc.stdout)))
+        try:
+            report = json.loads(proc.stdout)
+            return {stash.canonical(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in report.get("install") or ()}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FixError("cannot read pip's --dry-run report: %s" % exc) from exc
+
+    def apply(self, step: JournalStep) -> None:
+        """Listing and stash into the journal, saved; then pip runs."""
+        self.before = stash.listing(self.python)
+        step.record.update({"python": self.python, "listing_before": self.before, "stashed": [], "ran": []})
+        step.save()
+        planned = self.will_install()
+        removed = {stash.canonical(n) for n in self.action.get("uninstall") or ()}
+        replaced = set(planned) if planned is not None else set(_requirement_names(self.action))
+        self.planned = dict(planned or {})
+        targets = sorted(n for n in removed | replaced if n in self.before)
+        stashed = step.record["stashed"]
+        for key, dist in sorted(stash.installed(self.python, targets).items()):
+            stashed.append(stash.stash(dist, step.dir / "stash" / ("%s-%s" % (key, dist.version))))
+            step.save()  # each stash recorded as soon as it exists
+        step.record["will_install"] = planned
+        step.save()
+        for run in pip_runs(self.action):
+            step.record["ran"].append(run.verb)
+            step.save()  # before pip changes anything: undo knows it may have
+            proc = _run_pip(self.python, run)
+            if proc.returncode != 0:
+                raise FixError("`pip %s` failed: %s" % (run.verb, _last_error(proc.stderr + proc.stdout)))
+        step.record["listing_after"] = stash.listing(self.python)
+        step.save()
+
+    def confirm(self) -> None:
+        """The uninstalled names gone, the wanted ones installed (at the versions pip reported),
+        and torch untouched when the action pinned it."""
+        after = stash.listing(self.python)
+        problems: List[str] = []
+        for name in self.action.get("uninstall") or ():
+            if stash.canonical(name) in after:
+                problems.append("%s is still installed (%s)" % (name, after[stash.canonical(name)]))
+        for requirement in list(self.action.get("install") or ()) + list(self.action.get("upgrade") or ()):
+            problem = _unmet(requirement, after)
+            if problem:
+                problems.append(problem)
+        for name, version in sorted(self.planned.items()):
+            if after.get(name) != version:
+                problems.append("%s %s was to be installed, found %s" % (name, version, after.get(name, "absent")))
+        if self.action.get("constraints") and self.before.get("torch") != after.get("torch"):
+            problems.append("torch changed: %s → %s" % (self.before.get("torch", "absent"), after.get("torch", "absent")))
+        if problems:
+            raise FixError("pip step not confirmed: " + "; ".join(problems))
+
+
+def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
+    """Why `requirement` is not met by the listing; None when it is (or names no distribution: a path)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        req = Requirement(requirement)
+    except InvalidRequirement:
+        return None
+    key = stash.canonical(req.name)
+    if key not in after:
+        return "%s is not installed" % req.name
+    if req.specifier and not req.specifier.contains(after[key], prereleases=True):
+        return "%s %s does not meet %s" % (req.name, after[key], requirement)
+    return None
+
+
+def prepare(action: Mapping[str, Any], python: str) -> PipAction:
+    """The action checked against the closed vocabulary and the target's pip; changes nothing."""
+    unknown = sorted(set(action) - set(ACTION_KEYS[KIND]))
+    if unknown:
+        raise NotApplicable("pip action with keys envdoctor does not apply: %s" % ", ".join(unknown))
+    if not (action.get("install") or action.get("upgrade") or action.get("uninstall")):
+        raise NotApplicable("pip action with nothing to install, upgrade or uninstall")
+    return PipAction(action=dict(action), python=python, pip=pip_version(python))
+
+
+def undo(step: JournalStep) -> None:
+    """Offline: uninstall what the step brought in or replaced, put the stashed distributions
+    back, and prove the listing is the recorded one again."""
+    record = step.record
+    if "listing_before" not in record:
+        return  # the record is saved before anything changes: nothing changed
+    python = str(record["python"])
+    before: Dict[str, str] = dict(record["listing_before"])
+    now = stash.listing(python)
+    after: Dict[str, str] = dict(record.get("listing_after") or now)  # a step that failed midway: what is there now
+    stashed: List[Dict[str, Any]] = list(record.get("stashed") or ())
+    touched: Set[str] = {n for n in set(before) | set(after) if before.get(n) != after.get(n)}
+    touched |= {stash.canonical(s["name"]) for s in stashed}
+    # Since the step: what the user changed on the same names is theirs, and undo would overwrite
+    # it; unless an undo of this step already began (interrupted): those changes are its own.
+    since = {n for n in set(after) | set(now) if after.get(n) != now.get(n)}
+    clash = sorted(touched & since)
+    if record.get("undoing"):
+        since -= touched
+    elif clash:
+        raise FixError("cannot undo step %d: changed since the fix: %s" % (
+            step.number, "; ".join(stash.listing_changes({n: after[n] for n in clash if n in after},
+                                                          {n: now[n] for n in clash if n in now}))))
+    record["undoing"] = True
+    step.save()
+    remove = sorted(n for n in touched if n in now)
+    if remove:
+        run = PipRun(("uninstall", "-y", *remove))
+        proc = _run_pip(python, run)
+        if proc.returncode != 0:
+            raise FixError("cannot undo step %d: `pip uninstall` failed: %s" % (step.number, _last_error(proc.stderr + proc.stdout)))
+    for entry in stashed:
+        stash.restore(entry, step.dir / "stash" / entry["folder"])
+    final = stash.listing(python)
+    differs = stash.listing_changes({n: v for n, v in before.items() if n not in since},
+                                    {n: v for n, v in final.items() if n not in since})
+    if differs:
+        raise FixError("undo of step %d left the environment different from before: %s" % (step.number, "; ".join(differs)))

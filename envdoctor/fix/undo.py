@@ -1,0 +1,49 @@
+"""`envdoctor undo`: a recorded fix run reverted, last step first, from the journal alone."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable, List, cast
+
+from envdoctor.fix.journal import JournalStep, RunJournal
+from envdoctor.fix.steps import FixError
+
+# Steps that may have changed something: the record is saved before a kind changes anything,
+# and a step is "started" from then on (a failed step too: it may have stopped midway).
+UNDOABLE = ("started", "applied", "confirmed", "failed")
+KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
+
+
+def kind_undo(kind: str) -> Callable[[JournalStep], None]:
+    """The module-level undo(step) of a kind, imported by name (each kind is its own module)."""
+    module = KIND_MODULES.get(kind)
+    if module is None:
+        raise FixError("cannot undo a step of unknown kind %r" % kind)
+    return cast(Callable[[JournalStep], None], importlib.import_module(module).undo)
+
+
+def undo_run(run: RunJournal) -> List[str]:
+    """Undo every step that may have changed something, in reverse order; each is marked
+    "undone" as soon as it is, the run "undone" at the end. A step that cannot be undone
+    raises FixError naming it, after the later steps were undone (their marks are saved)."""
+    if run.status == "undone":
+        raise FixError("fix run %s is already undone" % run.id)
+    lines: List[str] = []
+    for step in sorted(run.steps, key=lambda s: s.number, reverse=True):
+        if step.status not in UNDOABLE:
+            continue
+        try:
+            kind_undo(step.kind)(step)
+        except FixError as exc:
+            raise FixError("step %d (%s): %s" % (step.number, step.kind, exc)) from exc
+        step.mark("undone")
+        lines.append("step %d (%s) undone: %s" % (step.number, step.kind, _what(step)))
+    run.set_status("undone")
+    return lines
+
+
+def _what(step: JournalStep) -> str:
+    commands = step.plan.get("commands") or step.plan.get("lines")
+    if isinstance(commands, list) and commands:
+        return "; ".join(str(c) for c in commands)
+    return str(step.plan.get("summary") or step.kind)

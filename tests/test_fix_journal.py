@@ -1,0 +1,150 @@
+"""The fix journal: runs saved whole and atomically, found again by a later process, an
+unwritable state folder refused before anything changes, and undo_run's order and marks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from envdoctor.fix import journal as journal_module
+from envdoctor.fix.journal import Journal, JournalError, RunJournal, state_dir
+from envdoctor.fix.steps import FixError
+from envdoctor.fix.undo import undo_run
+
+
+def meta() -> dict:
+    return {"python": "/venv/bin/python", "argv": ["fix", "--yes"], "configs": []}
+
+
+def on_disk(run: RunJournal) -> dict:
+    return dict(json.loads((run.path / "journal.json").read_text(encoding="utf-8")))
+
+
+def test_state_dir_from_the_environment_else_platformdirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert state_dir({"ENVDOCTOR_STATE_DIR": str(tmp_path / "s")}) == tmp_path / "s"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))  # platformdirs' own rule on Linux
+    monkeypatch.delenv("ENVDOCTOR_STATE_DIR", raising=False)
+    assert state_dir({}) == tmp_path / "xdg" / "envdoctor"
+    assert state_dir() == tmp_path / "xdg" / "envdoctor"
+
+
+def test_round_trip_and_status_transitions_saved_at_once(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    run = journal.begin(meta())
+    assert run.path == tmp_path / "runs" / run.id and (run.path / "journal.json").is_file()
+    assert run.status == "applying" and run.meta["envdoctor"] and run.meta["created"]
+    assert on_disk(run)["status"] == "applying"
+
+    step = run.add_step(1, "pip", {"kind": "pip", "commands": ["python -m pip uninstall -y apex"]})
+    assert on_disk(run)["steps"][0]["status"] == "pending"
+    step.mark("started")
+    step.record["listing_before"] = {"apex": "0.9.10.dev0"}
+    step.save()
+    assert on_disk(run)["steps"][0]["record"] == {"listing_before": {"apex": "0.9.10.dev0"}}
+    assert step.dir == run.path / "step-1" and step.dir.is_dir()
+    step.mark("applied", message="apex uninstalled")
+    run.set_status("applied")
+    run.set_status("verified", checks=["apex"])
+
+    again = Journal(tmp_path).find(run.id)  # what a later process reads
+    assert again.to_dict() == run.to_dict()
+    assert again.status == "verified" and again.info == {"checks": ["apex"]}
+    assert again.steps[0].status == "applied" and again.steps[0].info == {"message": "apex uninstalled"}
+    assert again.steps[0].dir == step.dir
+    assert [p.name for p in run.path.iterdir() if p.name.startswith(".")] == []  # no temp file left
+
+    with pytest.raises(ValueError):
+        again.set_status("done")
+    with pytest.raises(ValueError):
+        again.steps[0].mark("finished")
+
+
+def test_runs_oldest_first_and_find(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    with pytest.raises(FixError, match="no fix run"):
+        journal.find()
+    ids = [journal.begin(meta()).id for _ in range(3)]
+    assert [r.id for r in journal.runs()] == ids
+    assert all(re.match(r"^\d{8}-\d{6}-[0-9a-f]{4}$", i) for i in ids)  # UTC time first: sortable by time
+    assert journal.find().id == ids[-1]
+    assert journal.find(ids[0]).id == ids[0]
+    with pytest.raises(FixError, match="no fix run 'nope'"):
+        journal.find("nope")
+
+
+def test_unwritable_state_dir_is_refused_by_begin(tmp_path: Path) -> None:
+    """Under a file no user, root included, can make a folder."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    journal = Journal(state_dir({"ENVDOCTOR_STATE_DIR": str(blocker / "state")}))
+    with pytest.raises(JournalError) as caught:
+        journal.begin(meta())
+    message = str(caught.value)
+    assert "\n" not in message and str(blocker / "state") in message and "ENVDOCTOR_STATE_DIR" in message
+    assert blocker.read_text(encoding="utf-8") == "x"
+
+
+def test_read_only_state_dir_is_refused_by_begin(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    root.mkdir()
+    root.chmod(0o500)
+    try:
+        if os.access(root, os.W_OK):
+            pytest.skip("running as root: a read-only mode does not stop writes (the path-under-a-file test covers it)")
+        with pytest.raises(JournalError, match="cannot write the fix journal"):
+            Journal(root).begin(meta())
+        assert list(root.iterdir()) == []
+    finally:
+        root.chmod(0o700)
+
+
+def test_interrupted_save_leaves_the_previous_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the journal is written: the file on disk is the last complete state."""
+    run = Journal(tmp_path).begin(meta())
+    run.add_step(1, "pip", {"kind": "pip"})
+    saved = on_disk(run)
+
+    def interrupt(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(journal_module.os, "fsync", interrupt)
+    run.steps[0].status = "started"
+    with pytest.raises(KeyboardInterrupt):
+        run.save()
+    monkeypatch.undo()
+    assert on_disk(run) == saved
+    assert sorted(p.name for p in run.path.iterdir()) == ["journal.json"]
+
+
+def test_damaged_journal_is_one_line(tmp_path: Path) -> None:
+    run = Journal(tmp_path).begin(meta())
+    (run.path / "journal.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(JournalError, match="damaged"):
+        Journal(tmp_path).runs()
+
+
+def test_undo_run_reverse_order_skips_pending_and_marks(tmp_path: Path) -> None:
+    """pip steps whose record was never written changed nothing: their undo is a no-op."""
+    run = Journal(tmp_path).begin(meta())
+    for number, status in ((1, "confirmed"), (2, "failed"), (3, "pending")):
+        run.add_step(number, "pip", {"kind": "pip", "commands": ["step %d" % number]}).mark(status)
+    lines: List[str] = undo_run(run)
+    assert lines == ["step 2 (pip) undone: step 2", "step 1 (pip) undone: step 1"]
+    again = Journal(tmp_path).find()
+    assert [s.status for s in again.steps] == ["undone", "undone", "pending"]
+    assert again.status == "undone"
+    with pytest.raises(FixError, match="already undone"):
+        undo_run(again)
+
+
+def test_undo_run_unknown_kind(tmp_path: Path) -> None:
+    run = Journal(tmp_path).begin(meta())
+    run.add_step(1, "teleport", {}).mark("applied")
+    with pytest.raises(FixError, match="unknown kind 'teleport'"):
+        undo_run(run)
+    assert Journal(tmp_path).find().steps[0].status == "applied"
