@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from envdoctor.configs.intent import Intent
 from envdoctor.fix.choose import Choice, actionable, choose, merge_actions
 from envdoctor.fix.steps import Action, NotApplicable
-from envdoctor.model import Environment, Finding, Remedy, Report
+from envdoctor.model import Environment, Finding, Remedy, Report, Status
 
 KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
 
@@ -56,6 +56,7 @@ class Plan:
     steps: List[Step]
     unresolved: List[Finding]  # findings that offer no remedy at all
     environment: Dict[str, Any]
+    ran: List[str] = field(default_factory=list)  # the checks that ran (not skipped) in the report planned from
 
     @property
     def applicable(self) -> List[Step]:
@@ -94,7 +95,8 @@ def make_plan(report: Report, prefer: Sequence[str] = (), only: Sequence[str] = 
     choices = choose([f for f in findings if f.remedies], prefer, why_not)
     steps = _steps(choices)
     _prepare(steps, intent, bf16_gpu, python)
-    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], environment=report.environment)
+    ran = [c.id for c in report.checks if c.status is not Status.SKIPPED]
+    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], environment=report.environment, ran=ran)
 
 
 def has_bf16_gpu(report: Report) -> bool:

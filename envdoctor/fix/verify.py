@@ -15,6 +15,10 @@ from envdoctor.model import CheckResult, Finding, Report, Status
 
 BROKEN = (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED)
 
+# Checks whose verdict a fix of another check's finding changes, re-run with it: without
+# apex, transformers builds T5 with its own T5LayerNorm, which library-probes shows.
+AFFECTS = {"apex": ("library-probes",)}
+
 
 @dataclass
 class Verdict:
@@ -27,8 +31,11 @@ class Verdict:
 
 
 def request_for(request: CheckRequest, plan: Plan, environ: Dict[str, Optional[str]]) -> CheckRequest:
-    """The original request narrowed to the plan's checks, with the env steps' variables."""
-    return dataclasses.replace(request, only=plan.checks(), skip=(), environ=dict(request.environ, **environ))
+    """The original request narrowed to the plan's checks (and those they affect, where the
+    first run had them), with the env steps' variables."""
+    ran = set(plan.ran)
+    checks = plan.checks() + [a for c in plan.checks() for a in AFFECTS.get(c, ()) if a in ran]
+    return dataclasses.replace(request, only=list(dict.fromkeys(checks)), skip=(), environ=dict(request.environ, **environ))
 
 
 def verdicts(steps: Sequence[Step], after: Report) -> List[Verdict]:
@@ -39,7 +46,8 @@ def verdicts(steps: Sequence[Step], after: Report) -> List[Verdict]:
         wanted = {(f.check, f.code) for f in step.findings}
         back = [f for f in still if (f.check, f.code) in wanted]
         broken = [results[c] for c in step.checks if c in results and results[c].status in BROKEN]
-        evidence = [_check_line(results[c]) for c in step.checks if c in results]
+        shown = step.checks + [a for c in step.checks for a in AFFECTS.get(c, ())]
+        evidence = [_check_line(results[c]) for c in dict.fromkeys(shown) if c in results]
         evidence += ["still: %s" % f.title for f in back]
         out.append(Verdict(step.number, not back and not broken, evidence))
     return out
