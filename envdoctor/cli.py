@@ -137,9 +137,10 @@ def fix(
     from envdoctor.fix.plan import make_plan
 
     plan = make_plan(report, prefer=_split(prefer), only=request.only)
-    result = {"schema": "envdoctor/1", "plan": plan.to_dict(), "outcome": None}
+    planned = plan.to_dict()
+    result: Dict[str, Any] = {"schema": "envdoctor/1", "plan": planned, "outcome": None}
     if not as_json:
-        print("\n".join(render.plan_lines(result["plan"])))
+        print("\n".join(render.plan_lines(planned)))
     if plan.empty:
         return _done(result, as_json, 0)
     if not plan.applicable or not (yes or _confirmed(as_json)):
@@ -153,9 +154,9 @@ def fix(
         outcome = apply_plan(plan, request, Journal(state_dir()), say=None if as_json else _say)
     except JournalError as exc:
         raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
-    result["outcome"] = outcome.to_dict()
+    outcome_data = result["outcome"] = outcome.to_dict()
     if not as_json:
-        print("\n".join(render.outcome_lines(result["outcome"])))
+        print("\n".join(render.outcome_lines(outcome_data)))
     return _done(result, as_json, outcome.exit_code)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.model import Finding, Remedy, Severity
 from envdoctor.versions import requirement_name
@@ -126,15 +126,15 @@ def merge_actions(remedies: Sequence[Remedy]) -> Optional[Remedy]:
     (cpu-half-kernels sets the precision, library-probes the precision and the weights).
     None when two of them disagree on a value."""
     first = remedies[0]
-    merged: Dict[str, Dict[str, object]] = {}
+    merged: Dict[str, Any] = {}
     for remedy in remedies:
         if remedy.kind != first.kind:
             return None
         for key, value in remedy.action.items():
             if not isinstance(value, dict):
-                if key in merged and merged[key] != value:  # type: ignore[comparison-overlap]
+                if key in merged and merged[key] != value:
                     return None
-                merged[key] = value  # type: ignore[assignment]
+                merged[key] = value
                 continue
             into = merged.setdefault(key, {})
             for name, item in value.items():

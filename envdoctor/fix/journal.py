@@ -18,11 +18,11 @@ import datetime
 import json
 import os
 import secrets
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
+from envdoctor.fix.atomic import write_atomically
 from envdoctor.fix.steps import FixError
 
 SCHEMA = "envdoctor-journal/1"
@@ -54,38 +54,9 @@ def write_json_atomically(path: Path, data: Any) -> None:
     """`path` holds the old JSON or the new one, whatever interrupts this."""
     text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     try:
-        fd, temp = tempfile.mkstemp(dir=str(path.parent), prefix="." + path.name + ".", suffix=".tmp")
+        write_atomically(path, text.encode("utf-8"))
     except OSError as exc:
-        raise JournalError("cannot write the fix journal in %s: %s" % (path.parent, _reason(exc))) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, str(path))
-    except BaseException as exc:  # a Ctrl-C included: no temp file is left behind
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise JournalError("cannot write the fix journal %s: %s" % (path, _reason(exc))) from exc
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """The rename itself survives a power cut only once the folder is synced (POSIX)."""
-    try:
-        fd = os.open(str(folder), os.O_RDONLY)
-    except OSError:  # Windows cannot open a folder: os.replace is already durable there
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        raise JournalError("cannot write the fix journal %s: %s" % (path, _reason(exc))) from exc
 
 
 def _now() -> datetime.datetime:

@@ -177,11 +177,11 @@ def _prepare_one(remedy: Remedy, intent: Optional[Intent], bf16_gpu: bool, pytho
         prepared = _kind("config").prepare([config_action(remedy)], intent, bf16_gpu)[0]
         if isinstance(prepared, NotApplicable):
             raise prepared
-        return prepared  # type: ignore[no-any-return]
+        return prepared
     if remedy.kind == "pip":
-        return _kind("pip").prepare(remedy.action, python)  # type: ignore[no-any-return]
+        return _kind("pip").prepare(remedy.action, python)
     if remedy.kind == "env":
-        return _kind("env").prepare(remedy.action)  # type: ignore[no-any-return]
+        return _kind("env").prepare(remedy.action)
     raise NotApplicable("a manual step")
 
 
