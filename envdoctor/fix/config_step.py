@@ -162,7 +162,8 @@ class ConfigAction:
             data = _read_bytes(f.path)
             if data is None or sha256(data) != sha256(f.before.encode("utf-8")):
                 raise FixError("%s changed since the plan was made: run `envdoctor fix` again" % f.file)
-            if not os.access(f.path, os.W_OK):
+            # os.access answers yes to root for any file; a file with no write bit is read-only to envdoctor too
+            if not os.access(f.path, os.W_OK) or not os.stat(f.path).st_mode & 0o222:
                 raise FixError("%s is not writable: envdoctor leaves read-only files alone" % f.file)
             if not os.access(os.path.dirname(f.path) or ".", os.W_OK | os.X_OK):
                 raise FixError("%s: its folder is not writable, so it cannot be replaced safely" % f.file)
@@ -253,6 +254,10 @@ def _prepare_one(action: Mapping[str, Any], sources: Sequence[ConfigSource], tex
             found = intent.effective(name)
             raise NotApplicable("the config's %s is %s, not %s" % (name, found.where() if found else "not set", want))
     chosen = select(intent, settings, when, parts, bf16_gpu)
+    for name in settings:  # a value the action changes *from*: some file must say it (or have changed it already)
+        if name in when and not any(s.name == name for s, _ in chosen) and not any(
+                same(name, current(s, bf16_gpu), settings[name]) for s in intent.all(name) if not s.default):
+            chosen = []
     if not chosen:
         wanted = ", ".join("%s %s" % (n, when[n]) if n in when else "%s other than %s" % (n, v) for n, v in settings.items())
         raise NotApplicable("no config file given asks for %s" % wanted)
