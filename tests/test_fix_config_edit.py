@@ -400,3 +400,19 @@ def test_conditions_read_the_effective_value_and_a_cuda_index_matches_cuda() -> 
     assert not condition_holds(intent, "device", "cpu", False)
     assert condition_holds(intent, "precision", "fp16", False) and condition_holds(intent, "precision", "bf16", True)
     assert condition_holds(Intent(settings=(_setting("device", "auto", default=True),)), "device", "cpu", False)
+
+
+def test_every_file_that_asks_is_edited_in_one_step_and_undone_together(tmp_path: Path) -> None:
+    config = write(tmp_path, "default_config.yaml", ACCELERATE_YAML)
+    line = write(tmp_path, "launch.sh", "accelerate launch train_text_to_image.py --mixed_precision=\"fp16\"\n")
+    originals = [Path(config).read_bytes(), Path(line).read_bytes()]
+    [step_action] = planned([config, line], [CPU_FP32])
+    assert [f.file for f in step_action.files] == [config, line]
+    step = Step(tmp_path, [config, line])
+    step_action.apply(step)  # type: ignore[arg-type]
+    step_action.confirm()
+    assert yaml.safe_load(Path(config).read_text())["mixed_precision"] == "no"
+    assert Path(line).read_text() == "accelerate launch train_text_to_image.py --mixed_precision=\"no\"\n"
+    assert len(step.record["files"]) == 2 and step.saves[0][1] == [sha(b) for b in originals]
+    undo(step)  # type: ignore[arg-type]
+    assert [Path(config).read_bytes(), Path(line).read_bytes()] == originals
