@@ -170,11 +170,14 @@ def env_remedy(summary: str, rid: str, set_env: Optional[Mapping[str, str]] = No
 
 
 def config_remedy(summary: str, rid: str, settings: Mapping[str, Any], when: Optional[Mapping[str, Any]] = None,
-                  reduce: Sequence[str] = ()) -> Remedy:
-    """A change to the training config's intent: {"precision": "fp32"}, {"dora": False}."""
+                  reduce: Sequence[str] = (), parts: Sequence[str] = ()) -> Remedy:
+    """A change to the training config's intent: {"precision": "fp32"}, {"dora": False};
+    `parts` limits a per-part setting (weight_dtype) to those model parts."""
     action: Dict[str, Any] = {"set": dict(settings)} if settings else {}
     if when:
         action["when"] = dict(when)
     if reduce:
         action["reduce"] = list(reduce)
+    if parts:
+        action["parts"] = list(parts)
     return Remedy(summary, kind="config", id=rid, action=action)

@@ -53,8 +53,9 @@ class Status(str, enum.Enum):
 ACTION_KEYS: Dict[str, Tuple[str, ...]] = {
     "pip": ("install", "upgrade", "uninstall", "constraints", "index_url", "force_reinstall", "no_deps",
             "no_build_isolation", "no_cache", "build_env"),
-    # set: {setting: value} on the training config's intent; when: the values it applies to; reduce: settings to lower
-    "config": ("set", "when", "reduce"),
+    # set: {setting: value} on the training config's intent; when: the values it applies to; reduce: settings to lower;
+    # parts: the model parts a per-part setting (weight_dtype) is changed for (all when absent)
+    "config": ("set", "when", "reduce", "parts"),
     "env": ("set_env", "unset_env"),
     "manual": ("build_from_source", "driver_min"),
 }

@@ -255,7 +255,7 @@ def test_a_config_asking_for_dora_on_fp8_is_an_error_naming_both_lines(as_json: 
     assert list(remedies) == ["dora-off", "base-bf16"]
     assert (remedies["dora-off"].kind, remedies["dora-off"].action) == ("config", {"set": {"dora": False}})
     assert "sdxl-dora-fp8.json:31 `lora_decompose: true`" in remedies["dora-off"].summary
-    assert remedies["base-bf16"].action == {"set": {"weight_dtype": "bf16"}, "when": {"weight_dtype": "fp8"}}
+    assert remedies["base-bf16"].action == {"set": {"weight_dtype": "bf16"}, "when": {"weight_dtype": "fp8"}, "parts": ["unet"]}
     assert "sdxl-dora-fp8.json:12" in remedies["base-bf16"].summary
     assert finding.subject["asked"] is True and finding.subject["frame"] == PEFT_DORA_FRAME
 

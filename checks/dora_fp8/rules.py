@@ -125,7 +125,8 @@ def _base_bf16(bases: Sequence[Setting], adapter: str) -> Remedy:
     return config_remedy(
         "Load the trained part's base weights in bf16 instead of fp8%s: measured, %s on a bf16 base passes "
         "(OneTrainer `weight_dtype: BFLOAT_16`)" % (where, adapter),
-        "base-bf16", {"weight_dtype": "bf16"}, when={"weight_dtype": "fp8"})
+        # only the trained parts' float8 weights: a frozen part may stay in fp8
+        "base-bf16", {"weight_dtype": "bf16"}, when={"weight_dtype": "fp8"}, parts=[s.part for s in bases if s.part])
 
 
 UPCAST = Remedy(

@@ -10,11 +10,22 @@ YAML 1.1 pitfalls apply: a bare `no` is False, which accelerate rejects.
 from __future__ import annotations
 
 import os
-from typing import List, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, mapping_root, precision_word, setting
+from envdoctor.configs.reading import (
+    Change,
+    Format,
+    Unwritable,
+    default,
+    mapping_root,
+    precision_spellings,
+    precision_word,
+    setting,
+    setting_path,
+    tool_word,
+)
 
 TOOL = "accelerate"
 # BaseConfig / ClusterConfig fields a default_config.yaml carries (config_args.py L76-81, L179-217)
@@ -106,4 +117,22 @@ def default_config_path(environ: Optional[Mapping[str, str]] = None) -> Optional
     return path if os.path.isfile(path) else None
 
 
-FORMATS = (Format(tool=TOOL, syntaxes=("yaml", "json"), recognise=recognise, read=read, label=label),)
+# -- writing (CONFIG-FORMATS.md "accelerate", Edits): PrecisionType's words; "no" is quoted
+# in YAML by the renderer (edit.render), since a bare no loads as False.
+WRITE_PRECISIONS = precision_spellings(("no", "fp16", "bf16", "fp8"))
+
+
+def write(doc: Document, found: Setting, value: Any) -> List[Change]:
+    path = setting_path(doc, found)
+    if found.name == "precision" and found.key == "fp16":  # a legacy `fp16: true|false`
+        if value in ("fp16", "fp32"):
+            return [Change(path, value == "fp16", "fp16")]
+        raise Unwritable("this accelerate config predates `mixed_precision`: its `fp16` key says only fp16 or not")
+    if found.name == "precision":
+        return [Change(path, tool_word(WRITE_PRECISIONS, value, "accelerate's mixed_precision"), "mixed_precision")]
+    if found.name == "device" and isinstance(value, str) and (value in ("cpu", "auto", "cuda") or value.startswith("cuda:")):
+        return [Change(path, value == "cpu", "use_cpu")]
+    raise Unwritable("envdoctor does not change accelerate's %s (report only)" % found.key)
+
+
+FORMATS = (Format(tool=TOOL, syntaxes=("yaml", "json"), recognise=recognise, read=read, label=label, write=write),)

@@ -8,11 +8,24 @@ is read with yaml.safe_load (src/autotrain/parser.py L73): top-level `task`,
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, mapping_root, precision_word, same_token, setting, value_at
+from envdoctor.configs.reading import (
+    Change,
+    Format,
+    Unwritable,
+    default,
+    mapping_root,
+    precision_spellings,
+    precision_word,
+    same_token,
+    setting,
+    setting_path,
+    tool_word,
+    value_at,
+)
 
 TOOL = "autotrain"
 TOP_KEYS = ("task", "base_model", "project_name", "backend", "log", "data", "params", "hub")
@@ -124,4 +137,22 @@ def label(doc: Document) -> str:
     return "autotrain-advanced %s" % value_at(root, "task")
 
 
-FORMATS = (Format(tool=TOOL, syntaxes=("yaml",), recognise=recognise, read=read, label=label),)
+# -- writing (CONFIG-FORMATS.md "autotrain-advanced", Edits): fp32 is null, safe for every
+# task (DreamBooth hands `none` to accelerate, which refuses it; a bare `no` is YAML false).
+WRITE_PRECISIONS = dict(precision_spellings(("fp16", "bf16")), fp32=None)
+
+
+def write(doc: Document, found: Setting, value: Any) -> List[Change]:
+    # DreamBooth's weight parts are the precision's own token (same_token): the same change
+    if found.name == "precision" or (found.name == "weight_dtype" and found.key == "params.mixed_precision"):
+        if value not in WRITE_PRECISIONS:
+            tool_word({}, value, "autotrain's mixed_precision")
+        return [Change(setting_path(doc, found), WRITE_PRECISIONS[value], "params.mixed_precision")]
+    if found.name == "device":
+        raise Unwritable("autotrain has no device key: it trains on the GPU whenever torch.cuda.is_available()")
+    if found.name == "dora":
+        raise Unwritable("autotrain has no DoRA key (DreamBooth hard-codes use_dora = False)")
+    raise Unwritable("envdoctor does not change autotrain's %s (set it by hand)" % found.key)
+
+
+FORMATS = (Format(tool=TOOL, syntaxes=("yaml",), recognise=recognise, read=read, label=label, write=write),)

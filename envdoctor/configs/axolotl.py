@@ -8,11 +8,11 @@ resolve_dtype (L156-196) and utils/trainer.py L685-692.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, mapping_root, setting
+from envdoctor.configs.reading import Change, Format, Unwritable, default, mapping_root, setting, setting_path
 
 TOOL = "axolotl"
 # keys only axolotl configs carry next to `base_model` (autotrain has `task`/`params` instead)
@@ -109,4 +109,46 @@ def label(doc: Document) -> str:
     return "axolotl config"
 
 
-FORMATS = (Format(tool=TOOL, syntaxes=("yaml",), recognise=recognise, read=read, label=label),)
+# -- writing (CONFIG-FORMATS.md "axolotl", Edits): precision is a set of booleans. fp32 is
+# `bf16: false` (written, since an absent bf16 is "auto", which trains in fp16 without a bf16
+# GPU) with fp16 and fp8 off; bf16 is `bf16: true` with fp16 off; fp16 the reverse.
+FULL_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # no-AMP whole-model dtypes
+
+
+def write(doc: Document, found: Setting, value: Any) -> List[Change]:
+    root = doc.root
+    if found.name == "precision" or (found.name == "weight_dtype" and found.key in ("bf16", "fp16")):
+        return _precision_changes(root, value)
+    if found.name == "weight_dtype" and found.key in FULL_DTYPES.values() and value in ("fp32", "bf16", "fp16"):
+        changes = [Change((key,), False, key) for key in FULL_DTYPES.values() if _on(root, key) and key != FULL_DTYPES.get(value)]
+        if value in FULL_DTYPES:
+            changes.append(Change((FULL_DTYPES[value],), True, FULL_DTYPES[value]))
+        return changes
+    if found.name == "weight_dtype" and found.key in ("load_in_8bit", "load_in_4bit") and value in ("fp32", "bf16", "fp16"):
+        # no bitsandbytes base: the model loads in the precision's dtype; QLoRA needs the
+        # 4-bit base (schemas/peft.py L222-223), so it becomes plain LoRA
+        changes = [Change((found.key,), False, found.key)]
+        adapter = root.get("adapter")
+        if adapter is not None and isinstance(adapter.value, str) and adapter.value.strip().lower() == "qlora":
+            changes.append(Change(("adapter",), "lora", "adapter"))
+        return changes
+    if found.name == "dora" and isinstance(value, bool):
+        return [Change(setting_path(doc, found), value, "peft_use_dora")]
+    if found.name == "device":
+        raise Unwritable("axolotl has no training-device key (device_map is for loading)")
+    raise Unwritable("envdoctor does not write axolotl's %s as %s" % (found.key, value))
+
+
+def _precision_changes(root: Node, value: Any) -> List[Change]:
+    if value not in ("fp32", "bf16", "fp16"):
+        raise Unwritable("envdoctor writes axolotl's precision as fp32, bf16 or fp16, not %s" % value)
+    changes = [Change(("fp8",), False, "fp8")] if _on(root, "fp8") else []
+    changes.append(Change(("bf16",), value == "bf16", "bf16"))
+    if value == "fp16":
+        changes.append(Change(("fp16",), True, "fp16"))
+    elif _on(root, "fp16"):
+        changes.append(Change(("fp16",), False, "fp16"))
+    return changes
+
+
+FORMATS = (Format(tool=TOOL, syntaxes=("yaml",), recognise=recognise, read=read, label=label, write=write),)

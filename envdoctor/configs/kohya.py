@@ -18,11 +18,22 @@ are names: neither is a setting.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from envdoctor.configs.document import Document, Node
+from envdoctor.configs.document import Document, Key, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, precision_word, setting
+from envdoctor.configs.reading import (
+    Change,
+    Format,
+    Unwritable,
+    default,
+    path_at,
+    precision_spellings,
+    precision_word,
+    setting,
+    setting_path,
+    tool_word,
+)
 
 SCRIPTS = "kohya"
 GUI = "kohya_ss"
@@ -288,8 +299,98 @@ def _gui_tables(doc: Document) -> int:
     return sum(1 for name in _GUI_TABLES if getattr(doc.root.get(name), "kind", None) == "mapping")
 
 
+# -- writing (CONFIG-FORMATS.md "kohya", Edits). mixed_precision in kohya's own words; the
+# flags it couples (asserts in SS/train_network.py L813-834: full_fp16 needs "fp16",
+# full_bf16 needs "bf16", fp8_base needs a mixed precision) follow it.
+WRITE_PRECISIONS = {SCRIPTS: precision_spellings(("no", "fp16", "bf16")), GUI: precision_spellings(PRECISIONS)}
+FULL = {"fp16": "full_fp16", "bf16": "full_bf16"}  # the whole U-Net in that dtype
+FP8_FLAGS = ("fp8_base", "fp8_base_unet")
+
+
+def write_scripts(doc: Document, found: Setting, value: Any) -> List[Change]:
+    return _write(doc, SCRIPTS, lambda key: _flat(doc, key), found, value)
+
+
+def write_gui_json(doc: Document, found: Setting, value: Any) -> List[Change]:
+    root = doc.root
+
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        node = root.get(key)
+        return None if node is None else (key, node)
+
+    return _write(doc, GUI, lookup, found, value)
+
+
+def write_gui_toml(doc: Document, found: Setting, value: Any) -> List[Change]:
+    root = doc.root
+
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        section = "accelerate_launch" if key == "mixed_precision" else "advanced"
+        node = root.get(section, key)
+        return None if node is None else ("%s.%s" % (section, key), node)
+
+    return _write(doc, GUI, lookup, found, value)
+
+
+def _write(doc: Document, tool: str, lookup: Lookup, found: Setting, value: Any) -> List[Change]:
+    path = setting_path(doc, found)
+    if found.name == "precision":
+        word = tool_word(WRITE_PRECISIONS[tool], value, "%s's mixed_precision" % TOOL_NAMES[tool])
+        changes = [Change(path, word, found.key)]
+        off = [*FULL.values(), *FP8_FLAGS] if value == "fp32" else [flag for dtype, flag in FULL.items() if dtype != value]
+        changes += _flags_off(doc, lookup, off)
+        if value in FULL:  # the U-Net that was held whole in the other half dtype is held in this one
+            changes += [_flag_on(doc, lookup, FULL[value], next_to=flag) for flag in FULL.values() if flag != FULL[value] and _on(lookup, flag)]
+        return changes
+    if found.name == "weight_dtype" and value in ("fp32", "fp16", "bf16"):
+        # fp8_base / full_fp16 / full_bf16 off; the U-Net whole in bf16 (fp16) only where the
+        # mixed precision allows it (otherwise it stays in fp32 under autocast)
+        flag = found.key.rsplit(".", 1)[-1]
+        changes = [Change(path, False, found.key)] if flag != FULL.get(value) else []
+        mixed = lookup("mixed_precision")
+        if value in FULL and mixed is not None and precision_word(mixed[1].value) == value and flag != FULL[value]:
+            changes.append(_flag_on(doc, lookup, FULL[value], next_to=flag))
+        return changes
+    if found.name == "dora" and isinstance(value, bool):
+        if tool == GUI:
+            return [Change(path, value, found.key)]
+        if not found.default:  # the "dora_wd=True" string inside network_args; LyCORIS reads it with str_bool
+            return [Change(path, "dora_wd=%s" % value, found.key)]
+    if found.name == "device":
+        raise Unwritable("%s has no device key: accelerate's config and `--cpu` decide" % TOOL_NAMES[tool])
+    raise Unwritable("envdoctor does not write %s's %s as %s" % (TOOL_NAMES[tool], found.key, value))
+
+
+TOOL_NAMES = {SCRIPTS: "kohya sd-scripts", GUI: "kohya_ss"}
+
+
+def _flags_off(doc: Document, lookup: Lookup, flags: List[str]) -> List[Change]:
+    changes = []
+    for flag in flags:
+        found = _on(lookup, flag)
+        if found is not None:
+            changes.append(Change(_node_path(doc, found[1], found[0]), False, found[0]))
+    return changes
+
+
+def _flag_on(doc: Document, lookup: Lookup, flag: str, next_to: str) -> Change:
+    """`flag = true`: where it is written, else beside `next_to` (in its table)."""
+    found = lookup(flag)
+    if found is not None:
+        return Change(_node_path(doc, found[1], found[0]), True, found[0])
+    sibling = lookup(next_to)
+    table: Tuple[Key, ...] = _node_path(doc, sibling[1], sibling[0])[:-1] if sibling is not None else ()
+    return Change(table + (flag,), True, ".".join(map(str, table + (flag,))))
+
+
+def _node_path(doc: Document, node: Node, key: str) -> Tuple[Key, ...]:
+    return path_at(doc.root, node.start, node.end) or tuple(key.split("."))
+
+
 FORMATS: Tuple[Format, ...] = (
-    Format(tool=SCRIPTS, syntaxes=("toml",), recognise=recognise_scripts, read=read_scripts, label=lambda doc: "kohya sd-scripts config"),
-    Format(tool=GUI, syntaxes=("json",), recognise=recognise_gui_json, read=read_gui_json, label=label_gui_json),
-    Format(tool=GUI, syntaxes=("toml",), recognise=recognise_gui_toml, read=read_gui_toml, label=lambda doc: "kohya_ss GUI config.toml"),
+    Format(tool=SCRIPTS, syntaxes=("toml",), recognise=recognise_scripts, read=read_scripts, label=lambda doc: "kohya sd-scripts config",
+           write=write_scripts),
+    Format(tool=GUI, syntaxes=("json",), recognise=recognise_gui_json, read=read_gui_json, label=label_gui_json, write=write_gui_json),
+    Format(tool=GUI, syntaxes=("toml",), recognise=recognise_gui_toml, read=read_gui_toml, label=lambda doc: "kohya_ss GUI config.toml",
+           write=write_gui_toml),
 )

@@ -10,12 +10,24 @@ wins (Intent.effective: the later of one tool's settings).
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
 from envdoctor.configs.parse_shell import normal_flag
-from envdoctor.configs.reading import Format, default, mapping_root, precision_word, setting
+from envdoctor.configs.reading import (
+    REMOVE,
+    Change,
+    Format,
+    Unwritable,
+    default,
+    mapping_root,
+    precision_spellings,
+    precision_word,
+    setting,
+    setting_path,
+    tool_word,
+)
 
 TOOL = "launch"
 WHOSE = {"launcher_flags": "the launcher's flag", "script_flags": "the script's own flag"}
@@ -119,4 +131,42 @@ def label(doc: Document) -> str:
     return "%s of %s" % (what, script.value) if script is not None else what
 
 
-FORMATS = (Format(tool=TOOL, syntaxes=("shell",), recognise=recognise, read=read, label=label),)
+# -- writing: `--mixed_precision` takes accelerate's words (the diffusers scripts pass them to
+# Accelerator); a switch (`--cpu`, `--fp16`, `--use_dora`) is taken out, or a written
+# True becomes False in its own case; `accelerate launch --cpu` is added after the launcher.
+WRITE_PRECISIONS = precision_spellings(("no", "fp16", "bf16", "fp8"))
+
+
+def write(doc: Document, found: Setting, value: Any) -> List[Change]:
+    path = setting_path(doc, found)
+    node = doc.root.get(*path)
+    flag = normal_flag(found.key) if found.key.startswith("-") else found.key
+    if found.name == "precision" and flag == "--mixed_precision":
+        return [Change(path, tool_word(WRITE_PRECISIONS, value, "--mixed_precision"), found.key)]
+    if found.name == "precision" and flag in ("--fp16", "--bf16"):
+        if value != "fp32":
+            raise Unwritable("a launch line's %s switch can only be taken out: write --mixed_precision %s instead" % (found.key, value))
+        return [_switch_off(path, node, found.key)]
+    if found.name == "device" and isinstance(value, str):
+        if value == "cpu":
+            if found.default and doc.root.get("launcher") is not None and getattr(doc.root.get("launcher"), "value", None) == "accelerate":
+                return [Change(("launcher_flags", "--cpu"), True, "--cpu")]
+            if not found.default:
+                return [Change(path, True if node is None or node.value is True else "True", found.key)]
+            raise Unwritable("only `accelerate launch` has a --cpu switch to add")
+        if value == "auto" or value.startswith("cuda"):
+            return [] if found.default else [_switch_off(path, node, found.key)]
+    if found.name == "dora" and value is False and not found.default:
+        return [_switch_off(path, node, found.key)]
+    raise Unwritable("envdoctor does not write the launch line's %s as %s" % (found.key, value))
+
+
+def _switch_off(path: Tuple[Any, ...], node: Optional[Node], key: str) -> Change:
+    """A bare switch is taken out; `--fp16 True` becomes `--fp16 False` (as written: False, false, 0)."""
+    if node is None or node.value is True:
+        return Change(path, REMOVE, key)
+    said = str(node.value)
+    return Change(path, "0" if said == "1" else "False" if said[:1].isupper() else "false", key)
+
+
+FORMATS = (Format(tool=TOOL, syntaxes=("shell",), recognise=recognise, read=read, label=label, write=write),)

@@ -10,11 +10,11 @@ commit is named.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.intent import Setting
-from envdoctor.configs.reading import Format, default, setting
+from envdoctor.configs.reading import Change, Format, Unwritable, default, setting, setting_path, spellings, tool_word
 
 TOOL = "onetrainer"
 
@@ -244,4 +244,24 @@ def _version(doc: Document) -> Optional[int]:
     return node.value
 
 
-FORMATS: Tuple[Format, ...] = (Format(tool=TOOL, syntaxes=("json",), recognise=recognise, read=read, label=label),)
+# -- writing (CONFIG-FORMATS.md "OneTrainer", Edits): envdoctor's dtypes in DataType
+# spelling (FLOAT_32, not TFLOAT_32: the first of DTYPES), train_device a plain string.
+WRITE_DTYPES = spellings(DTYPES)
+
+
+def write(doc: Document, found: Setting, value: Any) -> List[Change]:
+    path = setting_path(doc, found)
+    if found.name == "precision":
+        return [Change(path, tool_word(WRITE_DTYPES, value, "OneTrainer's train_dtype"), "train_dtype")]
+    if found.name == "weight_dtype":
+        if found.default and getattr(doc.root.get(*path[:-1]), "kind", None) != "mapping":
+            raise Unwritable("this OneTrainer file has no %s object to give a weight_dtype" % found.part)
+        return [Change(path, tool_word(WRITE_DTYPES, value, "OneTrainer's weight_dtype"), found.key)]
+    if found.name == "device" and isinstance(value, str) and (value in ("cpu", "cuda", "mps") or value.startswith("cuda:")):
+        return [Change(path, value, "train_device")]
+    if found.name == "dora" and isinstance(value, bool):
+        return [Change(path, value, found.key)]
+    raise Unwritable("envdoctor does not write OneTrainer's %s as %s" % (found.key, value))
+
+
+FORMATS: Tuple[Format, ...] = (Format(tool=TOOL, syntaxes=("json",), recognise=recognise, read=read, label=label, write=write),)
