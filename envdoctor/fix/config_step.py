@@ -10,10 +10,8 @@ decoded as UTF-8 with their line ends as they are (document.read_text).
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +22,7 @@ from envdoctor.configs.document import ConfigError, Document, line_column, read_
 from envdoctor.configs.edit import Edit, EditError, apply_edits, edits_for, expected_tree
 from envdoctor.configs.intent import PART_NAMES, ConfigSource, Intent, Setting, resolve_auto
 from envdoctor.configs.reading import Change, Format, Unwritable
+from envdoctor.fix.atomic import sha256, write_atomically
 from envdoctor.fix.steps import FixError, NotApplicable
 
 if TYPE_CHECKING:
@@ -374,10 +373,6 @@ def _identity(setting: Setting) -> Tuple[Any, ...]:
 
 # ---------------------------------------------------------------- files
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _read_bytes(path: str) -> Optional[bytes]:
     try:
         with open(path, "rb") as handle:
@@ -389,23 +384,7 @@ def _read_bytes(path: str) -> Optional[bytes]:
 
 
 def _write_atomic(path: str, data: bytes, mode: int) -> None:
-    """A temp file in the same folder, fsynced, given `mode`, then os.replace: a reader sees the
-    old bytes or the new ones, never half."""
-    folder = os.path.dirname(os.path.abspath(path))
     try:
-        handle, temp = tempfile.mkstemp(dir=folder, prefix=".%s." % os.path.basename(path), suffix=".envdoctor")
+        write_atomically(Path(path), data, mode)
     except OSError as exc:
-        raise FixError("cannot write next to %s (%s)" % (path, exc.strerror or exc)) from None
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, path)
-    except OSError as exc:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
         raise FixError("cannot write %s (%s)" % (path, exc.strerror or exc)) from None

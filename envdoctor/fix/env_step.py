@@ -8,7 +8,6 @@ which is the one that trains. Verification runs the checks with them set.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from envdoctor.commands import env_commands
-from envdoctor.fix.atomic import write_atomically
+from envdoctor.fix.atomic import sha256, write_atomically
 from envdoctor.fix.steps import FixError
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ class EnvAction:
         # inside a notebook the kernel's own variables change too: undo puts back these
         previous = {k: os.environ.get(k) for k in self.variables()} if in_notebook() else None
         step.record.update({"file": str(self.path), "backup": backup.name if backup else None,
-                            "after_sha256": _sha(after), "variables": self.variables(), "process_before": previous})
+                            "after_sha256": sha256(after), "variables": self.variables(), "process_before": previous})
         step.save()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +106,7 @@ def undo(step: JournalStep) -> None:
     before = backup.read_bytes() if backup is not None else None
     if current == before:
         pass
-    elif current is not None and _sha(current) != record.get("after_sha256"):
+    elif current is not None and sha256(current) != record.get("after_sha256"):
         raise FixError("%s was changed after the fix; not restoring it (the earlier file is kept at %s)" % (path, backup or "nowhere: it did not exist"))
     elif before is None:
         path.unlink()
@@ -128,7 +127,3 @@ def set_variables(variables: Mapping[str, Optional[str]]) -> None:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
