@@ -203,3 +203,13 @@ def libs_python(tmp_path_factory: Any) -> Path:
 def old_torch_python(tmp_path_factory: Any) -> Path:
     """torch 2.0.1 (CPU kernels without fp16 layer_norm, addmm, conv) with libraries of its time."""
     return _built_venv(tmp_path_factory, "old-torch", "ENVDOCTOR_TEST_OLD_TORCH_PYTHON", OLD_TORCH, *OLD_LIBRARIES)
+
+
+@pytest.fixture(scope="session")
+def impostor_apex_python(tmp_path_factory: Any) -> Path:
+    """torch 2.13 CPU and the PyPI `apex` (the Pyramid web toolkit 0.9.10.dev0), no numpy:
+    what `fix` must uninstall, verify and bring back offline. Tests that change it undo."""
+    python = make_venv(tmp_path_factory.mktemp("impostor-apex") / "venv")
+    pip_install(python, TORCH)
+    pip_install(python, "--no-deps", "apex")
+    return python

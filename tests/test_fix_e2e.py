@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -233,3 +234,53 @@ def test_undo_without_runs_is_one_line(tmp_path: Path) -> None:
     proc = envdoctor("undo", state=tmp_path / "state", code=2)
     assert proc.stderr.startswith("envdoctor: error: ") and len(proc.stderr.strip().splitlines()) == 1
     assert "No fix runs" in envdoctor("undo", "--list", state=tmp_path / "state", code=0).stdout
+
+
+# ---------------------------------------------------------------- seed 002's aftermath: the impostor apex, real pip
+
+
+def freeze(python: Path) -> str:
+    return subprocess.run([str(python), "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.slow
+def test_impostor_apex_is_uninstalled_verified_and_brought_back_offline(impostor_apex_python: Path, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    args = ("--python", str(impostor_apex_python), "--no-config", "--only", "apex")
+    before = freeze(impostor_apex_python)
+    assert "apex==0.9.10.dev0" in before
+    envdoctor("check", *args, state=state, code=1)
+    result = fix_json("--yes", *args, state=state, code=0)
+    (step,) = result["plan"]["steps"]
+    assert (step["kind"], step["remedy"]["action"]) == ("pip", {"uninstall": ["apex"]})
+    assert step["lines"] == ["%s -m pip uninstall -y apex" % impostor_apex_python]
+    assert result["outcome"]["status"] == "verified"
+    after = freeze(impostor_apex_python)
+    assert "apex==" not in after
+    assert [line for line in after.splitlines() if line.startswith("torch==")] == ["torch==2.13.0+cpu"]
+    envdoctor("check", *args, state=state, code=0)
+    # undo with no index at all: the journal holds the distribution itself
+    envdoctor("undo", state=state, env={"PIP_NO_INDEX": "1"}, code=0)
+    assert freeze(impostor_apex_python) == before
+
+
+@pytest.mark.slow
+def test_a_pip_step_failing_midway_rolls_back_every_earlier_step(impostor_apex_python: Path, tmp_path: Path) -> None:
+    """Three steps, least invasive first: the config's device (cuda on a machine without a GPU)
+    → cpu, apex uninstalled, numpy installed; offline the numpy install fails, and the apex
+    uninstall and the config edit before it are rolled back: every file and `pip freeze` as before."""
+    train = write(tmp_path / "train.json", ONETRAINER_DORA_FP8.replace('"train_device": "cpu"', '"train_device": "cuda"'))
+    config_before = train.read_bytes()
+    state = tmp_path / "state"
+    before = freeze(impostor_apex_python)
+    result = fix_json("--yes", "--python", str(impostor_apex_python), "--config", str(train), "--only", "torch-install,apex",
+                      state=state, env={"PIP_NO_INDEX": "1"}, code=1)
+    kinds = [(s["kind"], s["remedy"]["id"]) for s in result["plan"]["steps"]]
+    assert kinds[:3] == [("config", "device-cpu"), ("pip", "apex-uninstall"), ("pip", "numpy-install")], kinds
+    outcome = result["outcome"]
+    assert outcome["status"] == "rolled-back" and outcome["applied"] == [1, 2]
+    assert outcome["failure"].startswith("step 3 (pip): ") and "numpy" in outcome["failure"]
+    assert train.read_bytes() == config_before
+    assert freeze(impostor_apex_python) == before
+    listing = envdoctor("undo", "--list", state=state, code=0).stdout
+    assert "rolled-back" in listing

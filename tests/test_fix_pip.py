@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
-from conftest import TORCH, make_venv, pip_install
+from conftest import pip_install
 
 from envdoctor.commands import pip_action, pip_commands
 from envdoctor.fix import stash
@@ -52,12 +52,10 @@ backend-path = ["."]
 '''
 
 
-@pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    python = make_venv(tmp_path_factory.mktemp("fix-pip") / "venv")
-    pip_install(python, TORCH)
-    pip_install(python, "--no-deps", "apex")  # the PyPI web toolkit, 0.9.10.dev0 (tests/test_apex.py)
-    return python
+@pytest.fixture()
+def target(impostor_apex_python: Path) -> Path:
+    """torch 2.13 and the impostor apex; every test leaves it as it found it (it undoes)."""
+    return impostor_apex_python
 
 
 @pytest.fixture()

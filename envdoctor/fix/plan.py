@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.configs.intent import Intent
-from envdoctor.fix.choose import Choice, actionable, choose, merge_actions
+from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, rank
 from envdoctor.fix.steps import Action, NotApplicable
 from envdoctor.model import Environment, Finding, Remedy, Report, Status
 
@@ -131,8 +131,9 @@ def _steps(choices: Sequence[Choice]) -> List[Step]:
         passed = [p for c in group for p in c.passed_over]
         steps.append(Step(number=len(steps) + 1, kind=kind, remedy=remedy, findings=[c.finding for c in group],
                           alternatives=alternatives, passed_over=_dedupe_passed(passed), preferred=any(c.preferred for c in group)))
-    # manual steps after everything envdoctor can do
-    steps.sort(key=lambda s: s.kind == "manual")
+    # least invasive first (config edits, variables, packages, torch), errors before warnings
+    # among equals, manual steps last: a failing pip step rolls back the quick, certain edits
+    steps.sort(key=lambda s: (MANUAL_RANK if s.kind == "manual" else rank(s.remedy), -max(f.severity.rank for f in s.findings)))
     for number, step in enumerate(steps, 1):
         step.number = number
     return steps
