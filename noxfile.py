@@ -16,9 +16,11 @@ TORCH = "torch==2.13.0"
 # Lower bounds our dependencies admit for what they depend on: typer 0.21.1 takes click>=8.0.0.
 INDIRECT_MINIMUMS = ("click==8.0.0",)
 # The end-to-end CLI tests (every option, bad input, each output format), the rules'
-# version arithmetic on packaging, and the config readers on PyYAML / tomli.
+# version arithmetic on packaging, the config readers and edits on PyYAML / tomli, and
+# the fix journal on platformdirs.
 CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py", "tests/test_check_config_e2e.py",
-             "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py")
+             "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py", "tests/test_configs_edit.py",
+             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_fix_e2e.py")
 
 
 def lowest_requirements() -> list[str]:

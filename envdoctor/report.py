@@ -366,10 +366,11 @@ def _count(n: int, word: str) -> str:
 def plan_lines(plan: Dict[str, Any]) -> List[str]:
     steps = plan.get("steps") or []
     unresolved = plan.get("unresolved") or []
+    notes = ["note: --prefer %s: no finding here offers that remedy" % key for key in plan.get("prefer_unmatched") or ()]
     if not steps and not unresolved:
-        return ["Nothing to fix: no error or warning findings."]
+        return notes + ["Nothing to fix: no error or warning findings."]
     auto = [s for s in steps if s.get("applies")]
-    out = ["Plan: %s envdoctor can apply, %s for you." % (_count(len(auto), "step"), _count(len(steps) - len(auto), "manual step")), ""]
+    out = notes + ["Plan: %s envdoctor can apply, %s for you." % (_count(len(auto), "step"), _count(len(steps) - len(auto), "manual step")), ""]
     for step in steps:
         remedy = step["remedy"]
         tag = step["kind"] if step.get("applies") else "manual"

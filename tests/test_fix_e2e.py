@@ -284,3 +284,8 @@ def test_a_pip_step_failing_midway_rolls_back_every_earlier_step(impostor_apex_p
     assert freeze(impostor_apex_python) == before
     listing = envdoctor("undo", "--list", state=state, code=0).stdout
     assert "rolled-back" in listing
+
+
+def test_prefer_that_nothing_offers_is_a_note(tmp_path: Path) -> None:
+    proc = envdoctor("fix", "--no-config", "--only", "cpu-half-kernels", "--prefer", "no-such-remedy", state=tmp_path / "state", code=0)
+    assert "note: --prefer no-such-remedy: no finding here offers that remedy" in proc.stdout

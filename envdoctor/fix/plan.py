@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.configs.intent import Intent
-from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, rank
+from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, prefer_matches, rank
 from envdoctor.fix.steps import Action, NotApplicable
 from envdoctor.model import Environment, Finding, Remedy, Report, Status
 
@@ -57,6 +57,7 @@ class Plan:
     unresolved: List[Finding]  # findings that offer no remedy at all
     environment: Dict[str, Any]
     ran: List[str] = field(default_factory=list)  # the checks that ran (not skipped) in the report planned from
+    unmatched: List[str] = field(default_factory=list)  # --prefer keys that no finding's remedy answers
 
     @property
     def applicable(self) -> List[Step]:
@@ -75,6 +76,7 @@ class Plan:
         return {
             "steps": [s.to_dict() for s in self.steps],
             "unresolved": [f.to_dict() for f in self.unresolved],
+            "prefer_unmatched": list(self.unmatched),
         }
 
 
@@ -96,7 +98,10 @@ def make_plan(report: Report, prefer: Sequence[str] = (), only: Sequence[str] = 
     steps = _steps(choices)
     _prepare(steps, intent, bf16_gpu, python)
     ran = [c.id for c in report.checks if c.status is not Status.SKIPPED]
-    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], environment=report.environment, ran=ran)
+    offered = [r.id for f in findings for r in f.remedies]
+    unmatched = [key for key in prefer if not any(prefer_matches(rid, key) for rid in offered)]
+    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], environment=report.environment, ran=ran,
+                unmatched=unmatched)
 
 
 def has_bf16_gpu(report: Report) -> bool:
