@@ -10,6 +10,7 @@ what the step brought in and puts the stashed files back.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -55,8 +56,10 @@ def _run_pip(python: str, run: PipRun, extra: Sequence[str] = ()) -> subprocess.
         raise FixError("cannot run %s: %s" % (run.line(python), exc)) from exc
 
 
+@functools.cache
 def pip_version(python: str) -> Tuple[int, ...]:
-    """The target's pip release, (23, 2, 1); NotApplicable when it has none."""
+    """The target's pip release, (23, 2, 1); NotApplicable when it has none. Asked once per
+    interpreter: a plan weighs several pip remedies, and `python -m pip` takes a quarter second."""
     try:
         proc = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True, timeout=PIP_VERSION_TIMEOUT_S,
                               env=_pip_env(PipRun(("--version",))))

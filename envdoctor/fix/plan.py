@@ -116,15 +116,11 @@ def _steps(choices: Sequence[Choice]) -> List[Step]:
     """One step per remedy id taken (manual ones too), in the order findings first need them."""
     grouped: Dict[str, List[Choice]] = {}
     for choice in choices:
-        remedy = choice.chosen or _first_manual(choice.finding)
-        if remedy is None:
-            continue
-        grouped.setdefault(_step_key(remedy), []).append(choice)
+        grouped.setdefault(_step_key(_taken(choice)), []).append(choice)
     steps: List[Step] = []
     for key, group in grouped.items():
-        taken = [c.chosen or _first_manual(c.finding) for c in group]
-        remedy = merge_actions([r for r in taken if r is not None]) or taken[0]
-        assert remedy is not None
+        taken = [_taken(c) for c in group]
+        remedy = merge_actions(taken) or taken[0]
         kind = remedy.kind if group[0].chosen is not None else "manual"
         seen = {key}
         alternatives: List[Remedy] = []
@@ -148,8 +144,13 @@ def _step_key(remedy: Remedy) -> str:
     return remedy.id or remedy.summary
 
 
-def _first_manual(finding: Finding) -> Optional[Remedy]:
-    return next((r for r in finding.remedies if r.kind == "manual"), None)
+def _taken(choice: Choice) -> Remedy:
+    """The remedy a finding's step shows: the one chosen; else its first manual step; else
+    (nothing applies here) its first remedy, shown with why it cannot be applied."""
+    if choice.chosen is not None:
+        return choice.chosen
+    remedies = choice.finding.remedies
+    return next((r for r in remedies if r.kind == "manual"), remedies[0])
 
 
 def _dedupe_passed(passed: Sequence[Tuple[Remedy, str]]) -> List[Tuple[Remedy, str]]:

@@ -1,0 +1,92 @@
+"""The "env" kind (a file the user sources, undone byte for byte) and plans made from
+recorded GPU facts, where this machine has no GPU to fix."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+from conftest import ENV, handwritten, judge
+
+from envdoctor.fix import env_step
+from envdoctor.fix.journal import Journal, JournalStep
+from envdoctor.fix.plan import make_plan
+from envdoctor.fix.steps import FixError
+from envdoctor.model import CheckResult, Report, status_from_findings
+from envdoctor.registry import load_checks
+
+CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
+
+
+def journal_step(tmp_path: Path, plan: Dict[str, Any]) -> JournalStep:
+    run = Journal(tmp_path / "state").begin({"python": "python"})
+    return run.add_step(1, "env", plan)
+
+
+def report_of(check_id: str, snapshot: str) -> Report:
+    """A report holding one check judged on a hand-written snapshot of a GPU machine."""
+    facts = handwritten(snapshot)
+    findings = judge(CHECKS[check_id], facts)
+    result = CheckResult(check_id, check_id, status_from_findings(findings), facts, findings)
+    # planned for this interpreter, whose pip the plan asks for its version; never applied
+    return Report(environment={"executable": sys.executable, "torch": ENV.torch, "torch_import": {"ok": True}}, checks=[result])
+
+
+def test_variables_go_to_a_file_beside_the_users_own_lines_and_undo_restores_it(tmp_path: Path) -> None:
+    path = tmp_path / "env.sh"
+    mine = b"# my own\nexport HF_HOME=/data/hf\nexport CUDA_VISIBLE_DEVICES=0,1\n"
+    path.write_bytes(mine)
+    action = env_step.prepare({"unset_env": ["CUDA_VISIBLE_DEVICES"], "set_env": {"ACCELERATE_MIXED_PRECISION": "no"}}, path)
+    assert action.lines()[:2] == ["export ACCELERATE_MIXED_PRECISION=no", "unset CUDA_VISIBLE_DEVICES"]
+    assert action.variables() == {"CUDA_VISIBLE_DEVICES": None, "ACCELERATE_MIXED_PRECISION": "no"}
+    step = journal_step(tmp_path, action.to_dict())
+    action.apply(step)
+    action.confirm()
+    assert path.read_text(encoding="utf-8") == ("# my own\nexport HF_HOME=/data/hf\n"
+                                                 "export ACCELERATE_MIXED_PRECISION=no\nunset CUDA_VISIBLE_DEVICES\n")
+    env_step.undo(step)
+    assert path.read_bytes() == mine
+
+
+def test_a_new_file_is_removed_on_undo_and_a_changed_one_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "env.sh"
+    action = env_step.prepare({"set_env": {"ACCELERATE_MIXED_PRECISION": "bf16"}}, path)
+    step = journal_step(tmp_path, action.to_dict())
+    action.apply(step)
+    assert "export ACCELERATE_MIXED_PRECISION=bf16\n" in path.read_text(encoding="utf-8")
+    env_step.undo(step)
+    assert not path.exists()
+    action.apply(step := journal_step(tmp_path, action.to_dict()))
+    path.write_text("export OTHER=1\n", encoding="utf-8")
+    with pytest.raises(FixError, match="changed after the fix"):
+        env_step.undo(step)
+
+
+def test_a_hidden_gpu_is_fixed_by_unsetting_the_variable() -> None:
+    """cuda-compat on an A10G with CUDA_VISIBLE_DEVICES='' (recorded facts): an env step."""
+    plan = make_plan(report_of("cuda-compat", "cuda-compat-visible-devices-empty.json"))
+    (step,) = plan.steps
+    assert step.kind == "env" and step.action is not None
+    assert step.action.lines()[0] == "unset CUDA_VISIBLE_DEVICES"
+    assert plan.checks() == ["cuda-compat"]
+
+
+def test_a_cpu_only_torch_on_a_gpu_machine_gets_the_build_for_its_driver() -> None:
+    """A T4 with driver 535 and a CPU wheel (recorded facts): the pip step installs the CUDA
+    build that driver runs, from its index, as the torch remedy it is."""
+    plan = make_plan(report_of("cuda-compat", "cuda-compat-cpu-torch-t4-driver-535.json"))
+    (step,) = plan.steps
+    assert step.kind == "pip" and step.remedy.id == "torch-cuda-wheel"
+    assert step.action is not None
+    assert step.action.lines() == ["%s -m pip install torch==2.13.0+cu126 --index-url https://download.pytorch.org/whl/cu126" % sys.executable]
+
+
+def test_a_remedy_that_cannot_apply_here_is_shown_with_why() -> None:
+    """The same finding for a target without a usable pip: a step shown, never applied."""
+    report = report_of("cuda-compat", "cuda-compat-cpu-torch-t4-driver-535.json")
+    report.environment["executable"] = "/nonexistent/venv/bin/python"
+    (step,) = make_plan(report).steps
+    assert step.kind == "manual" and step.action is None and step.remedy.id == "torch-cuda-wheel"
+    assert "cannot run the target interpreter" in step.passed_over[0][1]
