@@ -135,7 +135,7 @@ def test_undo_run_reverse_order_skips_pending_and_marks(tmp_path: Path) -> None:
         run.add_step(number, "pip", {"kind": "pip", "commands": ["step %d" % number]}).mark(status)
     lines: List[str] = undo_run(run)
     assert lines == ["step 2 (pip) undone: step 2", "step 1 (pip) undone: step 1"]
-    again = Journal(tmp_path).find()
+    again = Journal(tmp_path).find(run.id)
     assert [s.status for s in again.steps] == ["undone", "undone", "pending"]
     assert again.status == "undone"
     with pytest.raises(FixError, match="already undone"):
@@ -148,3 +148,16 @@ def test_undo_run_unknown_kind(tmp_path: Path) -> None:
     with pytest.raises(FixError, match="unknown kind 'teleport'"):
         undo_run(run)
     assert Journal(tmp_path).find().steps[0].status == "applied"
+
+
+def test_undo_without_an_id_takes_the_newest_run_still_in_place(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    first = journal.begin({"python": "python"})
+    second = journal.begin({"python": "python"})
+    second.set_status("undone")
+    third = journal.begin({"python": "python"})
+    third.set_status("rolled-back")
+    assert journal.find().id == first.id
+    first.set_status("undone")
+    with pytest.raises(FixError, match="nothing to undo"):
+        journal.find()

@@ -216,12 +216,16 @@ class Journal:
         return sorted(runs, key=lambda r: (r.created, r.id))
 
     def find(self, run_id: Optional[str] = None) -> RunJournal:
-        """The run `run_id` (or the one a unique prefix names); None: the newest run."""
+        """The run `run_id` (or the one a unique prefix names); None: the newest run that still
+        has changes in place (not undone, not rolled back)."""
         runs = self.runs()
         if not runs:
             raise FixError("no fix run is recorded in %s" % self.runs_dir)
         if run_id is None:
-            return runs[-1]
+            live = [r for r in runs if r.status not in ("undone", "rolled-back")]
+            if not live:
+                raise FixError("nothing to undo: every fix run in %s is undone or was rolled back" % self.runs_dir)
+            return live[-1]
         exact = [r for r in runs if r.id == run_id]
         matches = exact or [r for r in runs if r.id.startswith(run_id)]
         if len(matches) == 1:
