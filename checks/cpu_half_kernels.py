@@ -5,7 +5,7 @@ implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.configs.intent import Setting, config_evidence, config_subject
@@ -100,15 +100,18 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environment) -> Tuple[Remedy, ...]:
+def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environment,
+              asked: Sequence[Setting] = ()) -> Tuple[Remedy, ...]:
     label = short_dtype(dtype)
     # no GPU here: the CPU build, not GBs of CUDA libraries
     index = None if facts.get("accelerators") else CPU_INDEX
+    # half weights on the CPU run the same missing kernels: they go to fp32 with the precision
+    names = ["precision"] + (["weight_dtype"] if any(s.name == "weight_dtype" for s in asked) else [])
     return (
         config_remedy(
             "Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
             "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`",
-            "precision-fp32", {"precision": "fp32"}, when={"device": "cpu", "precision": label},
+            "precision-fp32", {n: "fp32" for n in names}, when=dict({n: label for n in names}, device="cpu"),
         ),
         Remedy(
             "Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where %s kernels exist" % label,
@@ -162,7 +165,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
                     _severity(env, asked, accelerators),
                     title,
                     config_evidence(env.intent, asked) + tuple("%s %s cpu: %s" % (o["op"], label, o.get("error")) for o in failed),
-                    _remedies(dtype, names, facts, env),
+                    _remedies(dtype, names, facts, env, asked),
                     dict({"device": "cpu", "dtype": dtype, "ops": names}, **config_subject(asked)),
                 )
             )

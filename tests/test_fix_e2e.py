@@ -289,3 +289,31 @@ def test_a_pip_step_failing_midway_rolls_back_every_earlier_step(impostor_apex_p
 def test_prefer_that_nothing_offers_is_a_note(tmp_path: Path) -> None:
     proc = envdoctor("fix", "--no-config", "--only", "cpu-half-kernels", "--prefer", "no-such-remedy", state=tmp_path / "state", code=0)
     assert "note: --prefer no-such-remedy: no finding here offers that remedy" in proc.stdout
+
+
+ONETRAINER_FP16 = (  # seed 000's OneTrainer setup, 2-space JSON from a third-party UI, trained on the CPU
+    '{\n'
+    '  "__version": 9,\n'
+    '  "training_method": "LORA",\n'
+    '  "model_type": "STABLE_DIFFUSION_15",\n'
+    '  "train_device": "cpu",\n'
+    '  "train_dtype": "FLOAT_16",\n'
+    '  "unet": {"train": true, "weight_dtype": "FLOAT_16"},\n'
+    '  "text_encoder": {"train": false, "weight_dtype": "FLOAT_16"},\n'
+    '  "vae": {"model_name": "stabilityai/sd-vae-ft-mse", "weight_dtype": "FLOAT_32"}\n'
+    '}'
+)
+
+
+@pytest.mark.slow
+def test_onetrainer_half_weights_on_the_cpu_go_to_fp32_with_the_precision(old_torch_python: Path, tmp_path: Path) -> None:
+    train = write(tmp_path / "onetrainer.json", ONETRAINER_FP16)
+    state = tmp_path / "state"
+    result = fix_json("--yes", "--python", str(old_torch_python), "--config", str(train), "--only", "cpu-half-kernels", state=state, code=0)
+    assert result["outcome"]["status"] == "verified"
+    data = json.loads(train.read_text(encoding="utf-8"))
+    assert (data["train_dtype"], data["unet"]["weight_dtype"], data["text_encoder"]["weight_dtype"]) == ("FLOAT_32",) * 3
+    assert data["vae"]["weight_dtype"] == "FLOAT_32" and data["vae"]["model_name"] == "stabilityai/sd-vae-ft-mse"
+    assert len(changed_lines(ONETRAINER_FP16, train.read_text(encoding="utf-8"))) == 3
+    envdoctor("undo", state=state, code=0)
+    assert train.read_text(encoding="utf-8") == ONETRAINER_FP16
