@@ -93,7 +93,7 @@ def start(tmp_path: Path, action: PipAction) -> JournalStep:
 
 def undo_later(tmp_path: Path) -> List[str]:
     """`envdoctor undo` in a later process: the run read back from disk."""
-    return undo_run(Journal(tmp_path / "state").find())
+    return undo_run(Journal(tmp_path / "state").runs()[-1])
 
 
 def test_uninstall_apex_then_undo_offline(target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,7 +111,7 @@ def test_uninstall_apex_then_undo_offline(target: Path, tmp_path: Path, monkeypa
     after = freeze(target)
     assert "apex" not in after.lower()
     assert [line for line in after.splitlines() if line.startswith("torch==")] == ["torch==2.13.0+cpu"]
-    stashed = Journal(tmp_path / "state").find().steps[0].record["stashed"]
+    stashed = Journal(tmp_path / "state").runs()[-1].steps[0].record["stashed"]
     assert [(s["name"], s["version"]) for s in stashed] == [("apex", "0.9.10.dev0")]
 
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -119,7 +119,7 @@ def test_uninstall_apex_then_undo_offline(target: Path, tmp_path: Path, monkeypa
     assert lines and lines[0].startswith("step 1 (pip) undone")
     assert freeze(target) == before
     assert hashes(target, ["apex"]) == apex_files
-    assert Journal(tmp_path / "state").find().status == "undone"
+    assert Journal(tmp_path / "state").runs()[-1].status == "undone"
 
 
 def test_install_of_a_missing_requirement_fails_and_undoes(target: Path, tmp_path: Path, offline: None) -> None:
@@ -148,7 +148,7 @@ def test_install_failing_midway_after_the_uninstall_is_undone(target: Path, tmp_
     with pytest.raises(FixError, match="pip install"):
         action.apply(step)
     assert "apex" not in freeze(target).lower()  # midway: the uninstall ran, the install did not
-    assert Journal(tmp_path / "state").find().steps[0].record["ran"] == ["uninstall", "install"]  # on disk before pip ran
+    assert Journal(tmp_path / "state").runs()[-1].steps[0].record["ran"] == ["uninstall", "install"]  # on disk before pip ran
     step.mark("failed")
 
     undo_later(tmp_path)
@@ -197,7 +197,7 @@ def test_undo_refuses_what_changed_since_the_fix(target: Path, tmp_path: Path, o
     with pytest.raises(FixError, match=r"changed since the fix: apex absent → 0\.9\.10\.dev0"):
         undo_later(tmp_path)
     assert freeze(target) == before
-    assert Journal(tmp_path / "state").find().steps[0].status == "confirmed"
+    assert Journal(tmp_path / "state").runs()[-1].steps[0].status == "confirmed"
 
 
 def test_prepare_refuses_unknown_keys_and_a_target_without_pip(target: Path, tmp_path: Path) -> None:
