@@ -1,1 +1,0 @@
-accelerate launch --mixed_precision fp16 --num_processes 1 train_dreambooth_lora_sdxl.py --mixed_precision="fp16" --pretrained_model_name_or_path=madebyollin/sdxl-vae-fp16-fix --rank 4
