@@ -187,3 +187,16 @@ def test_recorded_fixtures_follow_the_path_convention() -> None:
         environment = json.loads(path.read_text(encoding="utf-8"))["environment"]
         assert environment["prefix"] in ("/home/me/venv", "/usr/local"), path.name
         assert environment["executable"].startswith(environment["prefix"] + "/bin/python"), path.name
+
+
+# The project's own places at the top level; a scratch config or a test's output left there
+# (train.yaml, v9.json) is not a source of the project and must not be committed.
+TOP_LEVEL = {".ci", ".gitignore", "README.md", "benchmarks", "checks", "docs", "envdoctor", "noxfile.py", "pyproject.toml", "tests"}
+
+
+def test_the_top_level_holds_only_the_projects_own_places() -> None:
+    files = tracked_files(".")
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout: an sdist has its own top level")
+    names = {p.relative_to(ROOT).parts[0] for p in files}
+    assert names - TOP_LEVEL == set()
