@@ -73,9 +73,8 @@ def pip_action(
         action["install"] = list(install)
     if upgrade:
         action["upgrade"] = list(upgrade)
-    names = {requirement_name(r) for r in list(install) + list(upgrade)}
     pin = torch_pin(env)
-    if pin and pin_torch and names and "torch" not in names and not no_deps:
+    if pin and pin_torch and (install or upgrade) and "torch" not in action_names(action) and not no_deps:
         action["constraints"] = [pin]
     if index_url:
         action["index_url"] = index_url
@@ -128,6 +127,13 @@ def pip_runs(action: Mapping[str, Any]) -> Tuple[PipRun, ...]:
         env = tuple(sorted((str(k), str(v)) for k, v in (action.get("build_env") or {}).items()))
         runs.append(PipRun(tuple(args), env))
     return tuple(runs)
+
+
+def action_names(action: Mapping[str, Any], keys: Sequence[str] = ("install", "upgrade")) -> List[str]:
+    """The distributions a pip action names under `keys`, normalised ('flash-attn'); a bare
+    URL names none."""
+    found = (requirement_name(r) for key in keys for r in action.get(key) or ())
+    return [n for n in found if n]
 
 
 def pip_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:

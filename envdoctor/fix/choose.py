@@ -13,8 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.commands import action_names
 from envdoctor.model import Finding, Remedy, Severity
-from envdoctor.versions import requirement_name
 
 KIND_RANK = {"config": 0, "env": 1, "pip": 2}
 TORCH_RANK = 3  # a pip remedy that installs, upgrades or removes torch itself
@@ -49,9 +49,7 @@ class Choice:
 
 
 def touches_torch(remedy: Remedy) -> bool:
-    action = remedy.action
-    names = [requirement_name(r) for key in ("install", "upgrade", "uninstall") for r in action.get(key) or ()]
-    return "torch" in names
+    return "torch" in action_names(remedy.action, ("install", "upgrade", "uninstall"))
 
 
 def rank(remedy: Remedy) -> int:

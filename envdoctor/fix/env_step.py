@@ -40,9 +40,12 @@ class EnvAction:
         found.update(self.set_env)
         return found
 
+    def commands(self) -> List[str]:
+        """The `export` / `unset` lines, as the remedy printed them and the file holds them."""
+        return list(env_commands({"set_env": self.set_env, "unset_env": self.unset_env}))
+
     def lines(self) -> List[str]:
-        shown = list(env_commands({"set_env": self.set_env, "unset_env": self.unset_env}))
-        return shown + ["(kept in %s: `source` it in the shell that trains)" % self.path]
+        return self.commands() + ["(kept in %s: `source` it in the shell that trains)" % self.path]
 
     def to_dict(self) -> Dict[str, Any]:
         return {"kind": self.kind, "set_env": dict(self.set_env), "unset_env": list(self.unset_env), "file": str(self.path)}
@@ -58,7 +61,7 @@ class EnvAction:
             kept.append(line if line.endswith("\n") else line + "\n")
         if not kept:
             kept.append("# written by `envdoctor fix`; undo with `envdoctor undo`\n")
-        return "".join(kept) + "".join(c + "\n" for c in env_commands({"set_env": self.set_env, "unset_env": self.unset_env}))
+        return "".join(kept) + "".join(c + "\n" for c in self.commands())
 
     def apply(self, step: JournalStep) -> None:
         before = self.path.read_bytes() if self.path.exists() else None
@@ -82,7 +85,7 @@ class EnvAction:
 
     def confirm(self) -> None:
         text = self.path.read_text(encoding="utf-8") if self.path.exists() else ""
-        missing = [c for c in env_commands({"set_env": self.set_env, "unset_env": self.unset_env}) if c not in text.splitlines()]
+        missing = [c for c in self.commands() if c not in text.splitlines()]
         if missing:
             raise FixError("%s does not hold %s" % (self.path, "; ".join(missing)))
 

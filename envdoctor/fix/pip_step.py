@@ -17,12 +17,12 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from envdoctor.commands import PipRun, pip_commands, pip_runs
+from envdoctor.commands import PipRun, action_names, pip_commands, pip_runs
 from envdoctor.fix import stash
 from envdoctor.fix.journal import JournalStep
 from envdoctor.fix.steps import FixError, NotApplicable
 from envdoctor.model import ACTION_KEYS
-from envdoctor.versions import release_tuple, requirement_name
+from envdoctor.versions import release_tuple
 
 KIND = "pip"
 REPORT_PIP = (22, 2)  # `pip install --dry-run --report`: pip 22.2 release notes (https://pip.pypa.io/en/stable/news/#v22-2)
@@ -71,11 +71,6 @@ def pip_version(python: str) -> Tuple[int, ...]:
     return release_tuple(words[1])
 
 
-def _requirement_names(action: Mapping[str, Any]) -> List[str]:
-    wanted = list(action.get("install") or ()) + list(action.get("upgrade") or ())
-    return [n for n in (requirement_name(r) for r in wanted) if n]
-
-
 @dataclass
 class PipAction:
     """A prepared pip action for one target interpreter (the Action protocol)."""
@@ -107,7 +102,7 @@ class PipAction:
             return None
         proc = _run_pip(self.python, run, ("--dry-run", "--quiet", "--report", "-"))
         if proc.returncode != 0:
-            raise FixError("pip cannot install %s: %s" % (" ".join(_requirement_names(self.action)) or "the requirements",
+            raise FixError("pip cannot install %s: %s" % (" ".join(action_names(self.action)) or "the requirements",
                                                           _last_error(proc.stderr + proc.stdout)))
         try:
             report = json.loads(proc.stdout)
@@ -122,7 +117,7 @@ class PipAction:
         step.save()
         planned = self.will_install()
         removed = {stash.canonical(n) for n in self.action.get("uninstall") or ()}
-        replaced = set(planned) if planned is not None else set(_requirement_names(self.action))
+        replaced = set(planned) if planned is not None else set(action_names(self.action))
         self.planned = dict(planned or {})
         targets = sorted(n for n in removed | replaced if n in self.before)
         stashed = step.record["stashed"]

@@ -9,16 +9,13 @@ listed as having no remedy), and is never "applied".
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.configs.intent import Intent
 from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, prefer_matches, rank
-from envdoctor.fix.steps import Action, NotApplicable
+from envdoctor.fix.steps import Action, NotApplicable, kind_module
 from envdoctor.model import Environment, Finding, Remedy, Report, Status
-
-KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
 
 
 @dataclass
@@ -175,20 +172,16 @@ def config_action(remedy: Remedy) -> Dict[str, Any]:
     return action
 
 
-def _kind(kind: str) -> Any:
-    return importlib.import_module(KIND_MODULES[kind])
-
-
 def _prepare_one(remedy: Remedy, intent: Optional[Intent], bf16_gpu: bool, python: str) -> Action:
     if remedy.kind == "config":
-        prepared = _kind("config").prepare([config_action(remedy)], intent, bf16_gpu)[0]
+        prepared = kind_module("config").prepare([config_action(remedy)], intent, bf16_gpu)[0]
         if isinstance(prepared, NotApplicable):
             raise prepared
         return prepared
     if remedy.kind == "pip":
-        return _kind("pip").prepare(remedy.action, python)
+        return kind_module("pip").prepare(remedy.action, python)
     if remedy.kind == "env":
-        return _kind("env").prepare(remedy.action)
+        return kind_module("env").prepare(remedy.action)
     raise NotApplicable("a manual step")
 
 
@@ -196,7 +189,7 @@ def _prepare(steps: List[Step], intent: Optional[Intent], bf16_gpu: bool, python
     """Each step's Action; config steps together, each against the text the earlier ones leave."""
     configs = [s for s in steps if s.kind == "config"]
     if configs:
-        prepared = _kind("config").prepare([config_action(s.remedy) for s in configs], intent, bf16_gpu)
+        prepared = kind_module("config").prepare([config_action(s.remedy) for s in configs], intent, bf16_gpu)
         for step, action in zip(configs, prepared):
             if isinstance(action, NotApplicable):  # e.g. merged actions that now conflict
                 step.passed_over.append((step.remedy, str(action)))

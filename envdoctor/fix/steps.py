@@ -9,10 +9,24 @@ kind's module-level `undo(step)` reverts from the journal step alone, in a later
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Dict, List, Protocol
 
 if TYPE_CHECKING:
     from envdoctor.fix.journal import JournalStep
+
+
+# Each kind is its own module, imported by name when a step of that kind is planned or undone:
+# `prepare(...)` makes its Action, `undo(step)` reverts a journal step.
+KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
+
+
+def kind_module(kind: str) -> ModuleType:
+    module = KIND_MODULES.get(kind)
+    if module is None:
+        raise FixError("unknown kind %r" % kind)
+    return importlib.import_module(module)
 
 
 class FixError(Exception):

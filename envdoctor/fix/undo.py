@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Callable, List, cast
 
 from envdoctor.fix.journal import JournalStep, RunJournal
-from envdoctor.fix.steps import FixError
+from envdoctor.fix.steps import KIND_MODULES, FixError, kind_module
 
 # Steps that may have changed something: the record is saved before a kind changes anything,
 # and a step is "started" from then on (a failed step too: it may have stopped midway).
 UNDOABLE = ("started", "applied", "confirmed", "failed")
-KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
 
 
 def kind_undo(kind: str) -> Callable[[JournalStep], None]:
-    """The module-level undo(step) of a kind, imported by name (each kind is its own module)."""
-    module = KIND_MODULES.get(kind)
-    if module is None:
+    """The module-level undo(step) of a kind."""
+    if kind not in KIND_MODULES:
         raise FixError("cannot undo a step of unknown kind %r" % kind)
-    return cast(Callable[[JournalStep], None], importlib.import_module(module).undo)
+    return cast(Callable[[JournalStep], None], kind_module(kind).undo)
 
 
 def undo_run(run: RunJournal) -> List[str]:
