@@ -113,11 +113,19 @@ class Finding:
 
 @dataclass(frozen=True)
 class Signature:
-    """How a failure of this family reads in a traceback (used by `explain`).
+    """How a failure of this family reads in a log (used by `explain`).
 
-    `message` is a regex over the exception text; `frames` are regexes over
-    frame file paths that, when present, make the match stronger (or are
-    required when `frames_required`).
+    `message` is a regex over the exception text ("Type: message") with every dtype
+    spelled as its scalar type name (Half, Float, BFloat16: envdoctor.explain.spelling).
+    `frames` are regexes over the traceback's frame paths (forward slashes) that make
+    the match stronger, or are needed when `frames_required`; `context` likewise over
+    the lines around the error and the log's context lines (torch version, device,
+    precision flags, out-of-memory hints). Where two families share a message, the one
+    whose frames or context are present wins. A `supporting` signature names no cause of
+    its own: its check's probe can reproduce what another check diagnosed (the real
+    model code of the installed libraries), so `explain` runs it to confirm.
+    `remedies` say what to change, known without probing; the check's findings on the
+    live stack add the exact commands.
     """
 
     code: str
@@ -125,6 +133,10 @@ class Signature:
     frames: Tuple[str, ...] = ()
     frames_required: bool = False
     cause: str = ""
+    context: Tuple[str, ...] = ()
+    context_required: bool = False
+    supporting: bool = False
+    remedies: Tuple[Remedy, ...] = ()
 
 
 @dataclass(frozen=True)
