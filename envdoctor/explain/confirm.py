@@ -1,0 +1,122 @@
+"""Does this environment reproduce what the log shows? Pure: a diagnosis set beside the
+live report of its check's probe (and of the supporting probes that run the real model
+code).
+
+Confirmed when a probe here fails with the same message (the signature matches the
+probe's own error) or the same operation fails in the same dtypes, or when the check
+finds the same cause here (the impostor apex, a missing extension). Not reproduced when
+the same operation, dtype and device runs here ("here torch 2.13.0 runs layer_norm
+float16 on cpu"): the log came from another machine or another torch. Unknown (None)
+when the probe could not run or the failure needs a device this machine lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from envdoctor.explain.match import Diagnosis
+from envdoctor.explain.spelling import canonical
+from envdoctor.model import CheckResult, Remedy, Report, Severity, Status
+
+
+@dataclass(frozen=True)
+class Verdict:
+    confirmed: Optional[bool]
+    text: str
+    remedies: Tuple[Remedy, ...] = ()
+
+
+def _op_facts(facts: Any) -> Iterator[Dict[str, Any]]:
+    """Every micro-op outcome recorded anywhere in a check's facts ({"op", "ok", ...})."""
+    if isinstance(facts, dict):
+        if "ok" in facts and ("op" in facts or "error" in facts):
+            yield facts
+        for value in facts.values():
+            yield from _op_facts(value)
+    elif isinstance(facts, list):
+        for value in facts:
+            yield from _op_facts(value)
+
+
+def describe(fact: Dict[str, Any]) -> str:
+    """'layer_norm float16 on cpu', 'linear input fp32 × weight fp16 on cpu'."""
+    what = fact.get("mix") or fact.get("dtype") or ""
+    name = fact.get("op") or fact.get("name") or fact.get("model") or "the probe"
+    device = " on %s" % fact["device"] if fact.get("device") else ""
+    return " ".join(p for p in (str(name), str(what)) if p) + device
+
+
+def _dtypes_of(fact: Dict[str, Any]) -> List[str]:
+    names = [fact.get(k) for k in ("dtype", "weight_dtype", "bias_dtype", "other_dtype", "to_dtype")]
+    return [str(n) for n in names if n]
+
+
+def _related(fact: Dict[str, Any], diagnosis: Diagnosis) -> int:
+    """How closely a probe's op is the log's: 2 same op and dtypes, 1 same op, 0 other."""
+    inv = diagnosis.involved
+    if not inv.op or fact.get("op") != inv.op:
+        return 0
+    if inv.device and fact.get("device") and not str(fact["device"]).startswith(inv.device):
+        return 0
+    return 2 if set(inv.dtypes) <= set(_dtypes_of(fact)) and inv.dtypes else 1
+
+
+def _live_remedies(result: CheckResult, code: str) -> Tuple[Remedy, ...]:
+    findings = [f for f in result.findings if f.severity.rank >= Severity.WARNING.rank]
+    findings.sort(key=lambda f: f.code != code)
+    return tuple(r for f in findings for r in f.remedies)
+
+
+def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dict[str, Any],
+          supporting: Sequence[str] = ()) -> Verdict:
+    """`results`: the probed checks' results; the diagnosis's own check and the `supporting`
+    ones (the real model code) may confirm it, another diagnosis's probe may not."""
+    own = next((r for r in results if r.id == diagnosis.check), None)
+    torch = environment.get("torch") or "no torch"
+    if own is None or own.status in (Status.SKIPPED, Status.CRASHED, Status.TIMEOUT):
+        status = own.status.value if own else "not run"
+        return Verdict(None, "could not be probed here (%s%s)" % (status, ": " + own.summary if own and own.summary else ""))
+    live = _live_remedies(own, diagnosis.code)
+    pattern = re.compile(diagnosis.signature.message)
+    failing: List[Tuple[int, int, Dict[str, Any]]] = []
+    running: List[Dict[str, Any]] = []
+    for result in (r for r in results if r.id == diagnosis.check or r.id in supporting):
+        for fact in _op_facts(result.facts):
+            related = _related(fact, diagnosis)
+            if fact.get("ok") is False and isinstance(fact.get("error"), str):
+                same = bool(pattern.search(canonical(fact["error"])))
+                if same or related:
+                    failing.append((int(same), related, fact))
+            elif fact.get("ok") is True and related == 2:
+                running.append(fact)
+    if failing:
+        alike, _, fact = max(failing, key=lambda item: (item[0], item[1]))
+        how = "with the same message" if alike else "too"
+        return Verdict(True, "confirmed here (torch %s): %s fails %s: %s" % (torch, describe(fact), how, fact["error"]), live)
+    found = [f for f in own.findings if f.code == diagnosis.code and f.severity.rank >= Severity.WARNING.rank]
+    if found:
+        return Verdict(True, "confirmed here: %s" % found[0].title, live)
+    if running:
+        return Verdict(False, "this environment does not reproduce it: here torch %s runs %s; the log came from another "
+                              "machine or another torch" % (torch, describe(running[0])), live)
+    if diagnosis.involved.device == "cuda" and not any(str(d).startswith("cuda") for d in environment.get("devices") or ()):
+        return Verdict(None, "cannot be reproduced here: this machine has no CUDA GPU%s" % (
+            " (%s)" % own.summary if own.summary else ""), live)
+    return Verdict(False, "this environment does not reproduce it%s" % (": " + own.summary if own.summary else ""), live)
+
+
+def apply_verdicts(diagnoses: Sequence[Diagnosis], report: Report, supporting: Sequence[str] = ()) -> None:
+    for diagnosis in diagnoses:
+        verdict = judge(diagnosis, report.checks, report.environment, supporting)
+        diagnosis.confirmed, diagnosis.confirmation = verdict.confirmed, verdict.text
+        diagnosis.remedies = _merged(verdict.remedies, diagnosis.remedies)
+
+
+def _merged(first: Sequence[Remedy], then: Sequence[Remedy]) -> List[Remedy]:
+    seen: List[Remedy] = []
+    for remedy in [*first, *then]:
+        if not any((remedy.id and remedy.id == s.id) or remedy.summary == s.summary for s in seen):
+            seen.append(remedy)
+    return seen

@@ -1,0 +1,231 @@
+"""From a log's errors to diagnoses: every check's signatures, weighed. Pure.
+
+A signature's message says which family an error can belong to; its frames and the
+log's context say which one it does. `expected scalar type Float but found Half` is
+`apex` when apex's fused norm raised it and `dtype-mismatch` from CLIP's layer norm;
+`CUBLAS_STATUS_NOT_INITIALIZED` is `device-memory` beside an out-of-memory hint and
+`cublas` otherwise. So, for one error, a match whose frames or context are present
+outranks a match that only shares the words, and a signature that needs frames or
+context it does not find is no diagnosis, only a near miss shown when nothing else is
+found. A wrong cause is worse than none: text that matches no signature gets none.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
+
+from envdoctor.explain.context import LogContext, read_context
+from envdoctor.explain.involved import Involved, involved
+from envdoctor.explain.reader import LogExcerpt, LogLine
+from envdoctor.explain.spelling import canonical
+from envdoctor.explain.tracebacks import RaisedError, raised_errors
+from envdoctor.model import Check, Remedy, Signature
+
+CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
+CONTEXT_AFTER = 20
+_BASE = {"traceback": 0.6, "cpp": 0.6, "bare": 0.5, "line": 0.4}
+_FRAMES_HIT = 0.2
+_CONTEXT_HIT = 0.15
+_FATAL = 0.05  # the last error of the log: the one that ended the run
+_OUTRANKED = 0.25  # taken from a match another family explains more specifically
+
+
+@dataclass
+class Diagnosis:
+    check: str
+    code: str
+    confidence: float
+    cause: str
+    error: RaisedError
+    signature: Signature
+    involved: Involved
+    evidence: List[str] = field(default_factory=list)
+    remedies: List[Remedy] = field(default_factory=list)
+    confirmed: Optional[bool] = None  # set by confirm: None while not probed or not probe-able here
+    confirmation: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "check": self.check,
+            "code": self.code,
+            "confidence": round(self.confidence, 2),
+            "cause": self.cause,
+            "evidence": list(self.evidence),
+            "involved": self.involved.to_dict(),
+            "line": self.error.line,
+            "confirmed": self.confirmed,
+            "confirmation": self.confirmation,
+            "remedies": [r.to_dict() for r in self.remedies],
+        }
+
+
+@dataclass(frozen=True)
+class NearMiss:
+    check: str
+    code: str
+    why: str  # what the signature needed and the log did not show
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"check": self.check, "code": self.code, "why": self.why}
+
+
+@dataclass
+class Matching:
+    diagnoses: List[Diagnosis]
+    near: List[NearMiss]
+    errors: List[RaisedError]
+    context: LogContext
+    supporting: List[str]  # checks whose probes can reproduce what was diagnosed
+
+
+@dataclass
+class _Hit:
+    check: Check
+    signature: Signature
+    error: RaisedError
+    score: float
+    specificity: Tuple[int, int]  # (frames and context found, characters the message pattern matched)
+    context_line: str = ""
+
+
+def _compiled(pattern: str) -> Pattern[str]:
+    return re.compile(pattern)  # re keeps the compiled patterns (a few dozen signatures)
+
+
+def _any(patterns: Sequence[str], texts: Sequence[str]) -> bool:
+    return any(_compiled(p).search(t) for p in patterns for t in texts)
+
+
+def _first_match(patterns: Sequence[str], text: str) -> str:
+    """The line of `text` where one of the patterns matches first ("" for none)."""
+    for line in text.split("\n"):
+        if _any(patterns, [line]):
+            return line.strip()
+    return ""
+
+
+def _near(lines: Sequence[LogLine], errors: Sequence[RaisedError]) -> List[LogLine]:
+    """The lines around the errors: what the run said just before it failed."""
+    marks = sorted(e.line for e in errors)
+    if not marks:
+        return list(lines)
+    return [ln for ln in lines if _within(marks, ln.number)]
+
+
+def _within(marks: Sequence[int], number: int) -> bool:
+    i = bisect.bisect_left(marks, number - CONTEXT_AFTER)
+    return i < len(marks) and marks[i] <= number + CONTEXT_BEFORE
+
+
+def _surroundings(error: RaisedError, lines: Sequence[LogLine], context: Sequence[LogLine]) -> str:
+    near = [ln.text for ln in lines if error.line - CONTEXT_BEFORE <= ln.number <= error.line + CONTEXT_AFTER
+            and ln.stream in ("", error.stream)]
+    return "\n".join([ln.text for ln in context] + near)
+
+
+def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surroundings: str,
+           near: List[NearMiss]) -> Optional[_Hit]:
+    found = _compiled(sig.message).search(text)
+    if not found:
+        return None
+    frames_hit = bool(sig.frames) and _any(sig.frames, error.paths)
+    if sig.frames_required and not frames_hit:
+        if not sig.supporting:
+            near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows no frame of %s" % " or ".join(sig.frames)))
+        return None
+    context_line = _first_match(sig.context, surroundings) if sig.context else ""
+    context_hit = bool(context_line)
+    if sig.context_required and not context_hit:
+        if not sig.supporting:
+            near.append(NearMiss(check.id, sig.code, "the message matches, but nothing near it in the log shows %s" % " or ".join(sig.context)))
+        return None
+    score = _BASE.get(error.shape, 0.5) + _FRAMES_HIT * frames_hit + _CONTEXT_HIT * context_hit
+    return _Hit(check, sig, error, score, (int(frames_hit) + int(context_hit), len(found.group(0))), context_line)
+
+
+def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
+    """Lines that carry a signature's words without an exception type (a warning, a message
+    pasted alone): read only when no raised error explains anything."""
+    taken = {e.line for e in errors}
+    return [RaisedError("", ln.text.strip(), ln.number, [], ln.stream, "line") for ln in excerpt.lines
+            if ln.number not in taken and ln.text.strip()]
+
+
+def match(excerpt: LogExcerpt, checks: Sequence[Check]) -> Matching:
+    errors = raised_errors(excerpt.lines)
+    context = read_context(list(excerpt.context) + _near(excerpt.lines, errors))
+    near: List[NearMiss] = []
+    hits, supporting = _hits(errors, excerpt, checks, near)
+    if not hits:
+        hits, more = _hits(_line_errors(excerpt, errors), excerpt, checks, near)
+        supporting += more
+    return Matching(_diagnoses(hits, errors, context), _unique(near), errors, context, sorted(set(supporting)))
+
+
+def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[Check],
+          near: List[NearMiss]) -> Tuple[List[_Hit], List[str]]:
+    hits: List[_Hit] = []
+    supporting: List[str] = []
+    last = errors[-1].line if errors else -1
+    for error in errors:
+        text = canonical(error.text)
+        surroundings = _surroundings(error, excerpt.lines, excerpt.context)
+        own: List[_Hit] = []
+        for check in checks:
+            for sig in check.signatures:
+                hit = _weigh(check, sig, error, text, surroundings, near)
+                if hit is None:
+                    continue
+                if sig.supporting:
+                    supporting.append(check.id)
+                else:
+                    own.append(hit)
+        # The family whose frames or context are present, or else whose pattern says more of the message, explains it.
+        best = max((h.specificity for h in own), default=(0, 0))
+        leaders = {h.check.id for h in own if h.specificity == best}
+        for hit in own:
+            if hit.check.id not in leaders:
+                hit.score -= _OUTRANKED if hit.specificity[0] < best[0] else _OUTRANKED / 2
+            if error.line == last:
+                hit.score += _FATAL
+        hits.extend(own)
+    return hits, supporting
+
+
+def _diagnoses(hits: List[_Hit], errors: Sequence[RaisedError], context: LogContext) -> List[Diagnosis]:
+    best: Dict[str, _Hit] = {}
+    for hit in hits:
+        seen = best.get(hit.check.id)
+        if seen is None or (hit.score, hit.error.line) > (seen.score, seen.error.line):
+            best[hit.check.id] = hit
+    ordered = sorted(best.values(), key=lambda h: (-h.score, -h.error.line))
+    return [_diagnosis(h, context) for h in ordered]
+
+
+def _diagnosis(hit: _Hit, context: LogContext) -> Diagnosis:
+    error, sig = hit.error, hit.signature
+    where = "line %d" % error.line + (" (%s)" % error.stream if error.stream else "")
+    evidence = ["%s: %s" % (where, _first_line(error.text))]
+    inner = [f for f in error.frames if sig.frames and _any(sig.frames, [f.path])] or error.frames[-1:]
+    for frame in inner[-2:]:
+        evidence.append("raised in %s%s" % (frame.path, ", in %s" % frame.function if frame.function else ""))
+    if hit.context_line:
+        evidence.append("beside: %s" % _first_line(hit.context_line))
+    details = involved(error, context)
+    return Diagnosis(hit.check.id, sig.code, min(0.95, round(hit.score, 2)), sig.cause, error, sig, details, evidence,
+                     list(sig.remedies))
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().split("\n", 1)[0]
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _unique(near: List[NearMiss]) -> List[NearMiss]:
+    seen: Dict[Tuple[str, str], NearMiss] = {}
+    for miss in near:
+        seen.setdefault((miss.check, miss.code), miss)
+    return list(seen.values())

@@ -1,0 +1,270 @@
+"""Reading a log as it streams: decode, clean and keep only what can explain a failure.
+
+A training log can be 100 MB of progress bars with one traceback at its end. The
+scanner keeps, in bounded memory, the lines around anything that looks like an error
+(windows), and the few context lines that say which torch, device and precision the
+run used; everything else is counted and dropped. Whole chunks without an error word
+are skipped at C speed (one regex search per chunk), so a 10 MB log costs a fraction
+of a second.
+
+Cleaning, so that a log reads as the traceback Python printed:
+- ANSI colours (Jupyter, rich, coloured loggers) are removed;
+- a carriage return ends a progress bar's redraw: only the last redraw is kept, and a
+  traceback printed right after a bar (`100%|##| 10/10Traceback (most...`) starts its
+  own line;
+- torchrun's `[rank0]:` / `[default0]:` and mpirun's `[1,0]<stderr>:` prefixes become
+  the line's stream, so interleaved ranks are read one rank at a time;
+- UTF-16 logs (a Windows PowerShell `>` redirect) and UTF-8 with a BOM are decoded.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import IO, Deque, Iterable, List, Optional, Tuple
+
+CHUNK = 1 << 20
+MAX_LINE = 4000  # characters kept of one line (a minified JSON line, a binary blob)
+BEFORE = 80  # lines kept before the first error word of a window (what led to it: an OOM report, a launch line)
+AFTER = 60  # lines kept after the last one
+MAX_KEPT = 20000  # lines kept in all: the newest windows win (the fatal traceback is at the end)
+MAX_CONTEXT = 200
+HEAD = 1 << 20  # context lines are looked for in the log's first MiB (where runs print their setup) and in the windows
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_TRACEBACK_MIDLINE = re.compile(r"(?<=[^\n])(?=Traceback \(most recent call last\))")
+_PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[(\d+),(\d+)\]<std(?:out|err)>:) ?")
+# Words that open a window: every error line Python, torch, C++ aborts and loggers print carries one
+# ("RuntimeError", "CUDA error", "terminate called ... 'c10::Error'", "WARNING[XFORMERS]"). They all
+# start with a capital, so the regex engine skips the lowercase text of a progress bar at C speed.
+_ERROR_WORDS = re.compile(r"Traceback|File [\"/\\\w<~\[]|Error|ERROR|Exception|CUBLAS|CUDNN|CUDA error|NCCL|Warning|WARNING|"
+                          r"FAILED|Failed|Promotion|No module named|Killed")
+# Lines that say which stack, device and precision the run used.
+_CONTEXT = re.compile(
+    r"torch|[Pp]y[Tt]orch|CUDA|cuda|[Dd]evice|GPU|gpu|NVIDIA|Tesla|GeForce|RTX|A100|H100|L4\b|T4\b|V100|"
+    r"mixed.precision|fp16|bf16|fp8|float16|bfloat16|float8|[Hh]alf|precision|dtype|DoRA|dora|apex|Colab|colab|"
+    r"memory|[Aa]llocat|Python \d|python3\.\d+|VRAM|显存"
+)
+
+
+class NotText(ValueError):
+    """The input is not a log: binary data."""
+
+
+@dataclass(frozen=True)
+class LogLine:
+    number: int  # 1-based, in the original text
+    text: str
+    stream: str = ""  # "rank0", "1,0": which process wrote it, when the launcher said
+
+
+@dataclass
+class LogExcerpt:
+    """What the scanner kept of a log: windows around error words and context lines."""
+
+    lines: List[LogLine] = field(default_factory=list)
+    context: List[LogLine] = field(default_factory=list)
+    total_lines: int = 0
+    total_bytes: int = 0
+    dropped_lines: int = 0  # window lines dropped to stay within MAX_KEPT
+
+    @property
+    def empty(self) -> bool:
+        return not any(line.text.strip() for line in self.lines) and not self.context
+
+
+def _decoder(head: bytes) -> Tuple[codecs.IncrementalDecoder, int]:
+    """The incremental decoder for a log that starts with `head`, and the BOM's length."""
+    for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if head.startswith(bom):
+            return codecs.getincrementaldecoder(name)(errors="replace"), len(bom)
+    return codecs.getincrementaldecoder("utf-8")(errors="replace"), 0
+
+
+def looks_binary(head: bytes) -> bool:
+    """NUL bytes in text that is not UTF-16, or mostly bytes that are no UTF-8."""
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return False
+    sample = head[:8192]
+    if b"\x00" in sample:
+        return True
+    text = sample.decode("utf-8", errors="replace")
+    return text.count("\ufffd") > max(8, len(text) // 10)
+
+
+def clean_lines(text: str) -> List[str]:
+    """A chunk of log text as the lines a person reading the terminal saw."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "Traceback (most" in text:
+        text = _TRACEBACK_MIDLINE.sub("\n", text)
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [_last_redraw(line) if "\r" in line else line for line in lines]
+    return lines
+
+
+def _last_redraw(line: str) -> str:
+    line = line.rstrip("\r")  # a CRLF line end
+    return line[line.rfind("\r") + 1:]
+
+
+def split_prefix(text: str) -> Tuple[str, str]:
+    """(stream, text without the launcher's prefix)."""
+    m = _PREFIX.match(text)
+    if not m:
+        return "", text
+    stream = "rank%s" % m.group(1) if m.group(1) is not None else "%s,%s" % (m.group(2), m.group(3))
+    return stream, text[m.end():]
+
+
+class LogScanner:
+    """Feed bytes as they come (`feed`), then `close()` for the excerpt.
+
+    `strict`: refuse binary input (NotText) instead of reading it as text; `envdoctor run`
+    is not strict, a child may print anything."""
+
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict
+        self._decoder: Optional[codecs.IncrementalDecoder] = None
+        self._head = b""
+        self._pending = ""  # text after the last newline, waiting for its end
+        self._before: Deque[LogLine] = deque(maxlen=BEFORE)
+        self._kept: Deque[LogLine] = deque(maxlen=MAX_KEPT)
+        self._context: Deque[LogLine] = deque(maxlen=MAX_CONTEXT)
+        self._keep_until = 0  # line number through which lines are kept
+        self._line = 0
+        self._bytes = 0
+        self._kept_count = 0
+        self._context_bytes = 0
+        # The first context lines (the version banner, "Using device: cpu") matter most; the deque keeps the newest.
+        self._first_context: List[LogLine] = []
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            return
+        self._bytes += len(data)
+        if self._decoder is None:  # the first 8 KiB decide the encoding (and whether this is text at all)
+            self._head += data
+            if len(self._head) >= 8192:
+                self._start()
+            return
+        self._text(self._decoder.decode(data))
+
+    def _start(self) -> None:
+        head, self._head = self._head, b""
+        if self.strict and looks_binary(head):
+            raise NotText("the input is binary data, not a log or a traceback")
+        self._decoder, skip = _decoder(head)
+        self._text(self._decoder.decode(head[skip:]))
+
+    def _text(self, text: str) -> None:
+        text = self._pending + text
+        cut = text.rfind("\n")
+        if cut < 0:
+            if len(text) > MAX_LINE * 4:  # one endless line: judge what there is, drop the rest of it
+                self._lines(text[:MAX_LINE])
+                self._pending = ""
+            else:
+                self._pending = text
+            return
+        self._pending = text[cut + 1:]
+        self._lines(text[:cut])
+
+    def _lines(self, text: str) -> None:
+        lines = clean_lines(text)
+        text = "\n".join(lines)
+        first = self._line + 1
+        self._line += len(lines)
+        if self._context_bytes < HEAD:
+            self._context_bytes += len(text)
+            for i in _hit_lines(_CONTEXT, text):
+                self._note_context(self._log_line(first + i, lines[i]))
+        done = 0
+        for i in _hit_lines(_ERROR_WORDS, text):
+            self._pass(lines, first, done, i)
+            if self._keep_until < first + i:  # a new window: the lines that led to it first
+                self._keep(self._before)
+                self._before.clear()
+            self._keep((self._log_line(first + i, lines[i]),))
+            self._keep_until = first + i + AFTER
+            done = i + 1
+        self._pass(lines, first, done, len(lines))
+
+    def _pass(self, lines: List[str], first: int, start: int, end: int) -> None:
+        """Lines start..end-1 hold no error word: kept while a window is open, else remembered as
+        the lines before the next one (the last BEFORE of them)."""
+        open_end = min(end, max(start, self._keep_until - first + 1))
+        self._keep(self._log_line(first + i, lines[i]) for i in range(start, open_end))
+        for i in range(max(open_end, end - BEFORE), end):
+            self._before.append(self._log_line(first + i, lines[i]))
+
+    def _log_line(self, number: int, text: str) -> LogLine:
+        stream, rest = split_prefix(text[:MAX_LINE])
+        return LogLine(number, rest, stream)
+
+    def _keep(self, lines: Iterable[LogLine]) -> None:
+        for line in lines:
+            self._kept.append(line)
+            self._kept_count += 1
+
+    def _note_context(self, line: LogLine) -> None:
+        if len(self._first_context) < MAX_CONTEXT // 2:
+            self._first_context.append(line)
+        else:
+            self._context.append(line)
+
+    def close(self) -> LogExcerpt:
+        if self._decoder is None:
+            if not self._head:
+                return LogExcerpt(total_bytes=self._bytes)
+            self._start()
+        assert self._decoder is not None
+        tail = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        if tail:
+            self._lines(tail)
+        return LogExcerpt(
+            lines=list(self._kept),
+            context=self._first_context + list(self._context),
+            total_lines=self._line,
+            total_bytes=self._bytes,
+            dropped_lines=self._kept_count - len(self._kept),
+        )
+
+
+def _hit_lines(pattern: re.Pattern[str], text: str) -> List[int]:
+    """Indexes of the lines of `text` where the pattern matches, one regex scan in all."""
+    found: List[int] = []
+    index, counted, pos = 0, 0, 0
+    while True:
+        m = pattern.search(text, pos)
+        if m is None:
+            return found
+        index += text.count("\n", counted, m.start())
+        found.append(index)
+        counted = pos = text.find("\n", m.start())
+        if pos < 0:
+            return found
+        pos += 1
+
+
+def read_stream(stream: IO[bytes], strict: bool = True) -> LogExcerpt:
+    """Scan a binary stream (a file, stdin's buffer) chunk by chunk."""
+    scanner = LogScanner(strict=strict)
+    while True:
+        data = stream.read(CHUNK)
+        if not data:
+            break
+        scanner.feed(data)
+    return scanner.close()
+
+
+def read_text(text: str) -> LogExcerpt:
+    """Scan text already in memory (tests, a notebook cell's captured traceback)."""
+    scanner = LogScanner(strict=False)
+    scanner.feed(text.encode("utf-8"))
+    return scanner.close()
+

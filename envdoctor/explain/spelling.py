@@ -1,0 +1,47 @@
+"""One spelling for what torch writes many ways, so that signatures match meaning.
+
+The same fp32/fp16 mix reads `expected scalar type Float but found Half` (CPU and
+CUDA kernels), `mat1 and mat2 must have the same dtype, but got Float and Half`,
+`expected m1 and m2 to have the same dtype, but got: float != c10::Half` (newer CPU
+builds), `Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor)`
+or `... bias type (struct c10::Half)` (MSVC). `canonical` rewrites every dtype to its
+scalar type name (Half, Float, BFloat16, Float8_e4m3fn), which the checks' signatures
+are written against; `dtypes_in` reads them back as torch dtype names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from envdoctor.probekit.text import SCALAR_TYPE_DTYPE
+
+_SCALAR = "|".join(sorted(SCALAR_TYPE_DTYPE, key=len, reverse=True))
+_CPP = re.compile(r"(?:struct |class )?(?:c10|at)::(%s)\b" % _SCALAR)
+_TENSOR_TYPE = re.compile(r"\btorch\.(?:cuda\.)?(%s)Tensor\b" % _SCALAR)
+_TORCH_DTYPE = {  # torch.<name> as Python prints a dtype
+    "float16": "Half", "half": "Half", "float32": "Float", "float": "Float", "bfloat16": "BFloat16",
+    "float64": "Double", "double": "Double", **{v: k for k, v in SCALAR_TYPE_DTYPE.items() if v.startswith("float8")},
+}
+_PY_DTYPE = re.compile(r"\btorch\.(%s)\b" % "|".join(sorted(_TORCH_DTYPE, key=len, reverse=True)))
+# C++'s own `float` / `double` where a dtype stands: "(float)", "got: float != c10::Half", "!= float".
+_C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b")
+_WORD = re.compile(r"\b(%s)\b" % _SCALAR)
+
+
+def canonical(text: str) -> str:
+    """The message with every dtype spelled as its scalar type name."""
+    text = _CPP.sub(r"\1", text)
+    text = _TENSOR_TYPE.sub(r"\1", text)
+    text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
+    return _C_NAME.sub(lambda m: (m.group(1) or m.group(2)).capitalize(), text)
+
+
+def dtypes_in(text: str) -> List[str]:
+    """The float dtypes a canonical message names, as torch dtype names, in order, once each."""
+    found: List[str] = []
+    for m in _WORD.finditer(text):
+        name = SCALAR_TYPE_DTYPE[m.group(1)]
+        if name.startswith(("float", "bfloat")) and name not in found:
+            found.append(name)
+    return found

@@ -1,0 +1,179 @@
+"""The raised errors in a log excerpt: Python tracebacks (plain, chained, IPython's
+coloured ones old and new), C++ `what():` aborts, and error lines printed without a
+traceback. Each rank's lines are read on their own, so interleaved ranks do not mix.
+
+Pure functions over the reader's LogLines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+from envdoctor.explain.reader import LogLine
+
+MAX_MESSAGE_LINES = 12
+
+_TB_START = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
+_IPY_START = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$")
+_PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.*))?')
+# IPython 8: `File /path/x.py:12, in f(a)`; VS Code renders the path as a link: `File [~/path/x.py:12](...)`.
+_IPY_FRAME = re.compile(r"^\s*File \[?(?P<path>[^\s\"\[].*?):(?P<line>\d+)\]?\)?(?:\(\S*\))?(?:, in (?P<func>.*))?\s*$")
+_IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)|Input In \[(?P<cell2>\d+)\], in .*)\s*$")
+_IPY_OLD_FRAME = re.compile(r"^(?P<path>\S.*?\.py|<ipython-input-[\w-]+>) in (?P<func>[\w<>.]+)\(")
+_TYPE = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Failed|Fault)|KeyboardInterrupt|StopIteration)"
+         r"|c10::\w+|std::\w+")
+_EXC_LINE = re.compile(r"^(?P<type>%s)(?::\s?(?P<msg>.*))?$" % _TYPE)
+_BARE_EXC = re.compile(r"(?:^|[\s\]|:>-])(?P<type>%s): (?P<msg>\S.*)$" % _TYPE)
+_CHAIN = re.compile(r"^\s*(The above exception was the direct cause of the following exception|"
+                    r"During handling of the above exception, another exception occurred):?\s*$")
+_CPP_THROW = re.compile(r"terminate called after throwing an instance of '(?P<type>[\w:]+)'")
+_CPP_WHAT = re.compile(r"^\s*what\(\):\s+(?P<msg>.+)$")
+# A line that has none of these words is neither a header, a frame, an exception nor a chain marker.
+_MAYBE = re.compile(r"Traceback|File|Cell|Input In| in |Error|Exception|Interrupt|Exit|Fail|Fault|StopIteration|::|exception|"
+                    r"what\(\)|terminate")
+_NOT_MESSAGE = re.compile(r"^\s*$|^\[|^\d{4}-\d\d-\d\d|^(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|^\s*\d+%\||^-{10,}|^={10,}")
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str  # with forward slashes, whatever the platform that wrote it
+    line: Optional[int]
+    function: str = ""
+
+
+@dataclass
+class RaisedError:
+    type: str  # "RuntimeError", "torch.OutOfMemoryError", "c10::Error"
+    message: str
+    line: int  # the exception line's number in the log
+    frames: List[Frame] = field(default_factory=list)  # outermost first
+    stream: str = ""
+    shape: str = "traceback"  # "traceback", "bare" (an error line with no traceback), "cpp"
+    chained: bool = False  # raised while handling, or because of, the one before it
+
+    @property
+    def text(self) -> str:
+        return "%s: %s" % (self.type, self.message) if self.message else self.type
+
+    @property
+    def paths(self) -> List[str]:
+        return [f.path for f in self.frames]
+
+
+def frame_path(path: str) -> str:
+    return path.strip().replace("\\", "/")
+
+
+def _frame(line: str) -> Optional[Frame]:
+    for pattern in (_PY_FRAME, _IPY_FRAME):
+        m = pattern.match(line)
+        if m:
+            return Frame(frame_path(m.group("path")), int(m.group("line")), (m.group("func") or "").strip())
+    m = _IPY_OLD_FRAME.match(line)
+    if m:
+        return Frame(frame_path(m.group("path")), None, m.group("func"))
+    m = _IPY_CELL.match(line)
+    if m:
+        return Frame("<cell %s>" % (m.group("cell") or m.group("cell2")), int(m.group("line") or 0) or None, "<module>")
+    return None
+
+
+def by_stream(lines: Sequence[LogLine]) -> Dict[str, List[LogLine]]:
+    streams: Dict[str, List[LogLine]] = {}
+    for line in lines:
+        streams.setdefault(line.stream, []).append(line)
+    return streams
+
+
+def raised_errors(lines: Sequence[LogLine]) -> List[RaisedError]:
+    """Every error in the excerpt, in the order of the log."""
+    found: List[RaisedError] = []
+    after_gap = {b.number for a, b in zip(lines, lines[1:]) if b.number != a.number + 1}
+    for stream, own in by_stream(lines).items():
+        found.extend(_Parser(stream, after_gap).parse(own))
+    found.sort(key=lambda e: e.line)
+    return found
+
+
+class _Parser:
+    def __init__(self, stream: str, after_gap: Set[int]) -> None:
+        self.stream = stream
+        self.after_gap = after_gap
+        self.errors: List[RaisedError] = []
+        self.frames: Optional[List[Frame]] = None  # inside a traceback: its frames so far
+        self.ipython_type = ""
+        self.chained = False
+        self.message_of: Optional[RaisedError] = None  # the error whose message lines may continue
+        self.cpp_type = ""
+
+    def parse(self, lines: Sequence[LogLine]) -> List[RaisedError]:
+        for entry in lines:
+            if entry.number in self.after_gap:  # the reader dropped lines before it: nothing carries over
+                self.frames, self.message_of = None, None
+            self._line(entry.number, entry.text)
+        if self.frames:
+            # A traceback cut before its exception line (a truncated paste, a log cut short): its frames
+            # belong to the error quoted without any (an issue's title, the line printed before it).
+            bare = [e for e in self.errors if not e.frames]
+            if bare:
+                bare[-1].frames = list(self.frames)
+        return self.errors
+
+    def _line(self, number: int, text: str) -> None:
+        if self.message_of is None and not _MAYBE.search(text):
+            return
+        if _CHAIN.match(text):
+            self.chained, self.message_of = True, None
+            return
+        start = _IPY_START.match(text)
+        if _TB_START.match(text) or start:
+            self.frames, self.message_of = [], None
+            self.ipython_type = start.group("type") if start else ""
+            return
+        frame = _frame(text)
+        if frame is not None:
+            if self.frames is None:  # frames whose header the reader dropped, or a log that lost it
+                self.frames = []
+            self.frames.append(frame)
+            self.message_of = None
+            return
+        if self.message_of is not None and self._continues(text):
+            return
+        if self.frames is not None and text[:1] not in (" ", "\t", "") and not text.startswith("---"):
+            m = _EXC_LINE.match(text.strip())
+            if m:
+                self._add(m.group("type"), m.group("msg") or "", number, self.frames, "traceback")
+                self.frames, self.ipython_type = None, ""
+                return
+        self._loose(number, text)
+
+    def _continues(self, text: str) -> bool:
+        error = self.message_of
+        assert error is not None
+        if _NOT_MESSAGE.match(text) or _EXC_LINE.match(text.strip()) or error.message.count("\n") >= MAX_MESSAGE_LINES:
+            self.message_of = None
+            return False
+        error.message = (error.message + "\n" + text.strip()).strip()
+        return True
+
+    def _loose(self, number: int, text: str) -> None:
+        throw = _CPP_THROW.search(text)
+        if throw:
+            self.cpp_type = throw.group("type")
+            return
+        what = _CPP_WHAT.match(text)
+        if what and self.cpp_type:
+            self._add(self.cpp_type, what.group("msg"), number, [], "cpp")
+            self.cpp_type = ""
+            return
+        m = _BARE_EXC.search(text)
+        if m and self.frames is None:
+            self._add(m.group("type"), m.group("msg"), number, [], "bare")
+
+    def _add(self, type_: str, message: str, number: int, frames: List[Frame], shape: str) -> None:
+        error = RaisedError(type_, message.strip(), number, list(frames), self.stream, shape, self.chained)
+        self.errors.append(error)
+        self.message_of = error
+        self.chained = False
