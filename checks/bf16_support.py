@@ -349,36 +349,50 @@ def summarize(facts: Dict[str, Any]) -> str:
 
 
 # How missing bf16 reads in tracebacks (sources in the comments):
+# What `explain` can say from a traceback alone; the live findings measure this machine's GPUs.
+BF16_REMEDIES = (
+    Remedy("Use fp16 on this GPU (accelerate `--mixed_precision fp16`, transformers `fp16=True`, vLLM `--dtype half`), or "
+           "fp32", id="precision-fp16"),
+    Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100)", id="use-ampere-gpu"),
+)
+
 SIGNATURES = (
     # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
     # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
     # compute capability 7.5." (github.com/vllm-project/vllm/issues/1157, /issues/946)
     Signature("bf16-unsupported", r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
-              cause="the GPU has compute capability below 8.0 (no native bf16); use fp16 (`--dtype half`) or fp32"),
+              cause="the GPU has compute capability below 8.0 (no native bf16); use fp16 (`--dtype half`) or fp32",
+              remedies=BF16_REMEDIES),
     # transformers TrainingArguments._validate_args (src/transformers/training_args.py, huggingface/transformers @ 00349ae8):
     # "Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want to train the model on CPU."
     # + " You need Ampere+ GPU with cuda>=11.0."; older releases: "Your setup doesn't support bf16/gpu. You need
     # torch>=1.10, using Ampere GPU with cuda>=11.0".
     Signature("bf16-unsupported", r"Your setup doesn't support bf16/(gpu|\(cpu, tpu, neuroncore\))",
               cause="transformers found no bf16-capable accelerator (pre-Ampere GPU with an older transformers/torch, "
-                    "or no CUDA at all) while bf16=True"),
+                    "or no CUDA at all) while bf16=True",
+              remedies=BF16_REMEDIES),
     # accelerate Accelerator.__init__ (src/accelerate/accelerator.py, huggingface/accelerate):
     # "bf16 mixed precision requires PyTorch >= 1.10 and a supported device."
     Signature("bf16-unsupported", r"bf16 mixed precision requires PyTorch >= 1\.10( and a supported device)?",
-              cause="accelerate's `mixed_precision: bf16` on a device where torch reports no bf16 support"),
+              cause="accelerate's `mixed_precision: bf16` on a device where torch reports no bf16 support",
+              remedies=BF16_REMEDIES),
     # Pre-Ampere GPUs whose cuBLAS has no bf16 GEMM (P100 sm_60, M40 sm_52):
     # github.com/pytorch/pytorch/issues/57773, github.com/opendatalab/MinerU/issues/1508
     Signature("bf16-unsupported", r"CUBLAS_STATUS_NOT_SUPPORTED when calling `cublas\w*\(.*CUDA_R_16BF",
-              cause="cuBLAS on this GPU has no bf16 GEMM (compute capability below 7.x); use fp16 or fp32"),
+              cause="cuBLAS on this GPU has no bf16 GEMM (compute capability below 7.x); use fp16 or fp32",
+              remedies=BF16_REMEDIES),
     # torch 1.x CUDA 10.x builds had no bf16 GEMM at all (github.com/pytorch/pytorch/issues/67682)
     Signature("bf16-unsupported", r"at::cuda::blas::gemm: not implemented for .*BFloat16",
-              cause="this torch build (CUDA 10.x) has no bf16 GEMM; upgrade to a CUDA 11+ build or use fp16"),
+              cause="this torch build (CUDA 10.x) has no bf16 GEMM; upgrade to a CUDA 11+ build or use fp16",
+              remedies=BF16_REMEDIES),
     # A CUDA kernel without a bf16 instantiation, e.g. "max_all_cuda", "replication_pad1d_cuda",
     # "_thnn_fused_gru_cell_cuda" (github.com/pytorch/pytorch/issues/99433, /issues/116763).
     Signature("bf16-unsupported", r"\"\w*cuda\w*\" not implemented for 'BFloat16'",
-              cause="this torch has no CUDA bf16 kernel for the operation (older torch, or an op without bf16 coverage)"),
+              cause="this torch has no CUDA bf16 kernel for the operation (older torch, or an op without bf16 coverage)",
+              remedies=BF16_REMEDIES),
     Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
-              cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch"),
+              cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
+              remedies=BF16_REMEDIES),
 )
 
 CHECK = Check(

@@ -208,11 +208,25 @@ def summarize(facts: Dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+# What `explain` can say from a traceback alone; the live findings add the exact commands.
+EXPLAIN_REMEDIES = (
+    Remedy("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
+           "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`", id="precision-fp32"),
+    Remedy("Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where half kernels exist", id="use-gpu"),
+    Remedy("Upgrade torch to 2.1 or newer: measured, torch 2.13 runs layer_norm, addmm, conv2d, bmm, group_norm and softmax "
+           "in fp16 on the CPU (torch 2.0.1 runs none of them)", id="torch-upgrade"),
+)
+
 SIGNATURES = (
-    Signature("fp16-missing", r"\"?\w+\"? not implemented for '(Half|BFloat16)'",
-              cause="this torch has no CPU kernel for the operation in half precision"),
+    # Any kernel but a CUDA one (those are bf16-support's); the closing quote is optional because
+    # people paste the line cut short.
+    Signature("fp16-missing", r"\"?(?!\w*cuda)\w+\"? not implemented for '(Half|BFloat16)",
+              context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|on CPU|--device cpu|use_cpu",),
+              cause="this torch has no CPU kernel for the operation in half precision (torch before 2.1 lacks fp16 "
+                    "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",
+              remedies=EXPLAIN_REMEDIES),
     Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported",
-              cause="CPU autocast does not support the requested half dtype in this torch"),
+              cause="CPU autocast does not support the requested half dtype in this torch", remedies=EXPLAIN_REMEDIES),
 )
 
 CHECK = Check(

@@ -123,15 +123,23 @@ def summarize(facts: Dict[str, Any]) -> str:
     return "; ".join(parts) or "no device selected"
 
 
+# Messages as envdoctor.explain.spelling writes them (Half, Float, BFloat16 for every spelling);
+# the CPU and CUDA wordings of each mix are in ../docs/facts.md and the probe's own facts.
+_FLOATS = r"(Float|Half|BFloat16)"
 SIGNATURES = (
-    Signature("mixes-rejected", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
-              cause="two tensors of different float dtypes met in one operation"),
-    Signature("mixes-rejected", r"mat1 and mat2 must have the same dtype|expected m1 and m2 to have the same dtype",
-              cause="a linear/matmul input and weight have different dtypes"),
-    Signature("mixes-rejected", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
-              cause="a convolution's input, weight or bias have different dtypes"),
+    Signature("mixes-rejected", r"expected scalar type %s but found %s" % (_FLOATS, _FLOATS),
+              cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
+                    "input in another)", remedies=REMEDIES),
+    Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
+              cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
+    Signature("mixes-rejected", r"Input type \(%s\) and (weight|bias) type \(%s\) should be the same" % (_FLOATS, _FLOATS),
+              cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
-              cause="a normalisation's input and weight have different dtypes on the CPU"),
+              cause="a normalisation's input and weight have different dtypes on the CPU", remedies=REMEDIES),
+    Signature("mixes-rejected", r"Expected query, key,? and value to have the same dtype",
+              cause="attention's query, key and value come in different dtypes", remedies=REMEDIES),
+    Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),
+              cause="a loss's prediction and target have different float dtypes (backward under fp16/bf16)", remedies=REMEDIES),
 )
 
 CHECK = Check(

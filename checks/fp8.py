@@ -196,14 +196,21 @@ def summarize(facts: Dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+KEEP_BF16 = Remedy("Keep the weights in bf16 (or fp16) where they meet other dtypes: store in fp8 only what is cast "
+                   "before use", id="base-bf16")
 SIGNATURES = (
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
-              cause="a float8 tensor met a tensor of another dtype in one operation"),
-    Signature("float8-promotion", r"not implemented for 'Float8_\w+'",
-              cause="an operation has no kernel for float8 (e.g. the DoRA weight norm on fp8 base weights)"),
-    Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability",
-              cause="fp8 matmul needs compute capability 8.9+"),
-    Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes"),
+              cause="a float8 tensor met a tensor of another dtype in one operation: torch never promotes float8",
+              remedies=PROMOTION_REMEDIES + (KEEP_BF16,)),
+    Signature("float8-promotion", r"not implemented for 'Float8_\w+",
+              cause="an operation has no kernel for float8: cast to bf16/fp16 before it",
+              remedies=PROMOTION_REMEDIES + (KEEP_BF16,)),
+    Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability|"
+                                 r"torch\._scaled_mm is only supported on (CUDA devices|GPUs) with",
+              cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
+              remedies=(Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16"),)),
+    Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
+              remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )
 
 CHECK = Check(

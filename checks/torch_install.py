@@ -229,14 +229,27 @@ def summarize(facts: Dict[str, Any]) -> str:
     return " · ".join(p for p in parts if p)
 
 
+# What `explain` can say from a traceback alone; the live findings give the exact pip command for the target.
+INSTALL_TORCH = Remedy("Install torch into the interpreter that runs the script (`<that python> -m pip install torch`; a venv "
+                       "that is not activated, or a second Python, is the usual cause)", id="torch-install")
+REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch==<the installed version>`): files of it are "
+                         "missing or come from another build", id="torch-reinstall")
+
 SIGNATURES = (
-    Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script"),
+    Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
+              remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
               r"(libtorch\w*\.so|libc10\w*\.so|libcudnn\w*\.so|libcublas\w*\.so)[^\n]*(cannot open shared object file|undefined symbol)",
-              cause="torch is installed but one of its shared libraries is missing or mismatched"),
+              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              remedies=(REINSTALL_TORCH,)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
-              cause="numpy is not installed beside torch"),
-    Signature("numpy-abi", r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2", cause="torch was built against numpy 1.x"),
+              cause="numpy is not installed beside torch",
+              remedies=(Remedy("Install numpy into the same interpreter as torch", id="numpy-install"),)),
+    Signature("numpy-abi", r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2", cause="torch was built against numpy 1.x",
+              remedies=(Remedy("Install numpy<2 beside this torch, or upgrade torch to a release built against numpy 2", id="numpy-downgrade"),)),
+    Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
+              cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
+                    "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),
 )
 
 CHECK = Check(

@@ -17,23 +17,35 @@ It imports peft, hence transformers: it runs in the "libraries" worker, beside t
 
 from __future__ import annotations
 
-from envdoctor.model import Check, Signature
+from envdoctor.model import Check, Remedy, Signature
 
 from .probe import probe
-from .rules import ID, diagnose, summarize
+from .rules import ID, UPCAST, diagnose, summarize
 
-# A DoRA implementation's frames: peft's LoRA tuner, OneTrainer's LoRA module.
-_DORA_FRAMES = (r"peft[/\\]tuners[/\\]lora[/\\]", r"modules[/\\]module[/\\]LoRAModule\.py")
+# An adapter implementation's frames: peft's LoRA tuner, OneTrainer's LoRA module, kohya's and
+# musubi-tuner's LoRA networks (networks/lora*.py, utils/lora_utils.py), LyCORIS.
+_DORA_FRAMES = (r"peft/tuners/lora/", r"modules/module/LoRAModule\.py", r"(^|/)networks/lora\w*\.py", r"lora_utils\.py",
+                r"(^|/)lycoris/")
+# A log that names DoRA near the error (OneTrainer's "Decomposed Weights (DoRA)", peft's use_dora): plain LoRA
+# words are not enough, a LoRA node can sit beside fp8 math that fails on its own (fp8's then).
+_ADAPTER_WORDS = (r"\b(DoRA|dora|use_dora|lora_decompose|weight_decompose|Decomposed)\b",)
+_FLOAT8 = r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|not implemented for 'Float8_\w+"
+_CAUSE = ("the adapter's math met the float8 base weight without upcasting it first: DoRA adds W + s·(B@A) and takes "
+          "its norm on the base weight (OneTrainer before commit 2925dc8f, seed 003; peft's get_weight_norm), and torch "
+          "neither promotes float8 nor has float8 kernels for that math")
+EXPLAIN_REMEDIES = (
+    Remedy("Turn DoRA off (plain LoRA on a float8 base passes, measured with peft 0.21): OneTrainer `lora_decompose: false`, "
+           "peft `use_dora=False`", id="dora-off"),
+    Remedy("Or load the trained part's base weights in bf16 instead of fp8 (OneTrainer `weight_dtype: BFLOAT_16`)", id="base-bf16"),
+    UPCAST,
+)
 
 SIGNATURES = (
-    Signature("dora-float8-base", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
-              frames=_DORA_FRAMES, frames_required=True,
-              cause="DoRA added the float8 base weight to the adapter's fp16/bf16 update without upcasting it first "
-                    "(OneTrainer before commit 2925dc8f; seed 003)"),
-    Signature("dora-float8-base", r"\"mul_\w+\" not implemented for 'Float8_\w+'",
-              frames=(r"peft[/\\]tuners[/\\]lora[/\\]dora\.py",),
-              cause="peft's DoRA computes its weight norm on the float8 base weight itself (get_weight_norm), "
-                    "and torch has no float8 multiply"),
+    Signature("dora-float8-base", _FLOAT8, frames=_DORA_FRAMES, frames_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    Signature("dora-float8-base", _FLOAT8, context=_ADAPTER_WORDS, context_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    # A logger that names the LoRA it was patching on the error's own line (ComfyUI: `ERROR lora <key> "addmm_cuda" not
+    # implemented for 'Float8_e4m3fn'`).
+    Signature("dora-float8-base", r"\b(lora|LoRA|LORA)\b.*(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
 )
 
 CHECK = Check(

@@ -21,34 +21,58 @@ warn or even crash, and should not disturb the checks before it.
 
 from __future__ import annotations
 
-from envdoctor.model import Check, Signature
+from envdoctor.model import Check, Remedy, Signature
 
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
-_EXT_FRAMES = (r"(site|dist)-packages[/\\](torchvision|torchaudio|xformers|flash_attn|bitsandbytes|triton|apex)[/\\]",
-               r"flash_attn_2_cuda|amp_C|apex_C|fused_layer_norm_cuda")
+# apex's own extensions are apex's (its check knows how to rebuild them).
+_EXT_FRAMES = (r"(site|dist)-packages[/\\](torchvision|torchaudio|xformers|flash_attn|bitsandbytes|triton)[/\\]",
+               r"flash_attn_2_cuda")
+
+# What `explain` can say from a traceback alone; the live findings name the paired release for this torch.
+REINSTALL_EXTENSION = Remedy("Install the extension's release built for the installed torch (`envdoctor check --only "
+                             "extension-abi` names it, `envdoctor fix` installs it with torch pinned), or build it from source "
+                             "against this torch with `--no-build-isolation`", id="reinstall-extension")
+
+# Packages that compile C++/CUDA against torch's libraries: when one of them cannot load libtorch*.so,
+# the package was built for another torch (torch itself imported), not a broken torch.
+_COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cluster|torch_spline_conv|torch_geometric|mmcv|"
+                     r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
+                     r"deepspeed|vllm)/",)
 
 SIGNATURES = (
-    Signature("import-fails", r"undefined symbol: \S+", frames=_EXT_FRAMES,
+    Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
+              frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
+                                          "was built for another torch release or CUDA build",
+              remedies=(REINSTALL_EXTENSION,)),
+    Signature("import-fails", r"undefined symbol: \S+", frames=_EXT_FRAMES + _COMPANION_FRAMES,
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
-                    "than the installed torch"),
+                    "than the installed torch",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"operator torchvision::\w+ does not exist", frames=(r"torchvision",),
               cause="torchvision's C++ ops (_C) did not load: the installed torchvision does not match torch "
-                    "(another release, or a CUDA build beside a CPU-only torch)"),
+                    "(another release, or a CUDA build beside a CPU-only torch)",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"Couldn't load custom C\+\+ ops", frames=(r"torchvision",),
-              cause="torchvision's C++ ops did not load: torchvision and torch do not match"),
+              cause="torchvision's C++ ops did not load: torchvision and torch do not match",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?",
-              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing"),
+              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",
               frames=(r"flash_attn",),
-              cause="flash-attn's compiled module is missing or was built for another torch, CUDA or C++ ABI (cxx11abi)"),
+              cause="flash-attn's compiled module is missing or was built for another torch, CUDA or C++ ABI (cxx11abi)",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"Could not load this library: \S*(torchvision|torchaudio|xformers)\S*",
-              cause="a companion's C++ library does not load against the installed torch (wrong release or CUDA build)"),
+              cause="a companion's C++ library does not load against the installed torch (wrong release or CUDA build)",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for",
-              cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable"),
+              cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("cuda-variant-mismatch", r"Detected that PyTorch and torchvision were compiled with different CUDA (major )?versions",
-              cause="torchvision was built for another CUDA major version than torch"),
+              cause="torchvision was built for another CUDA major version than torch",
+              remedies=(REINSTALL_EXTENSION,)),
 )
 
 CHECK = Check(

@@ -29,20 +29,22 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
                  r"diffusers[/\\]models[/\\](unets|autoencoders|attention|attention_processor|resnet|embeddings|normalization)")
 
 SIGNATURES = (
-    Signature("fp16-fails", r"\"?\w+\"? not implemented for 'Half'", frames=_MODEL_FRAMES,
+    Signature("fp16-fails", r"\"?\w+\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, group_norm on the CPU)"),
-    Signature("bf16-fails", r"\"?\w+\"? not implemented for 'BFloat16'", frames=_MODEL_FRAMES,
+    Signature("bf16-fails", r"\"?\w+\"? not implemented for 'BFloat16'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no kernel for an operation the model runs in bf16 on this device"),
     Signature("fp16-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
-              frames=(r"transformers[/\\]models[/\\]t5[/\\]", r"apex[/\\]normalization"),
+              frames=(r"transformers[/\\]models[/\\]t5[/\\]", r"apex[/\\]normalization"), frames_required=True,
+              supporting=True,
               cause="T5's layer norm ran through apex FusedRMSNorm (transformers 4.17 to 5.7 swap it in whenever "
                     "apex.normalization imports), whose fused kernel rejects this mix of dtypes"),
-    Signature("fp16-fails", r"mixed dtype \(CPU\): expect parameter to have scalar type of Float",
-              frames=(r"transformers[/\\]models[/\\]clip[/\\]",),
+    Signature("fp16-fails", r"mixed dtype \(CPU\): expect parameter to have scalar type of Float|"
+                            r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              frames=(r"transformers[/\\]models[/\\]clip[/\\]",), frames_required=True, supporting=True,
               cause="a layer norm's fp32 weights met half-precision activations on the CPU"),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
-              frames=(r"diffusers[/\\]models[/\\]",),
+              frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),
 )
 
