@@ -160,6 +160,115 @@ def fix(
     return _done(result, as_json, outcome.exit_code)
 
 
+@app.command()
+def explain(
+    log: Optional[str] = typer.Argument(None, metavar="[FILE]", help="A traceback or a whole log; `-` or nothing: standard input."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Only read the text: do not run the matching probes on this stack."),
+    python: Optional[str] = typer.Option(None, "--python", help="Confirm against this interpreter (or venv folder); default: this one."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="As in `check`."),
+    as_json: bool = typer.Option(False, "--json", help="Print the diagnoses as JSON (schema envdoctor/1)."),
+) -> int:
+    """Read a traceback or log, name its cause, and confirm it on the live stack.
+
+    Exit code 0: a cause was found; 1: none was; 2: unreadable input.
+    """
+    from envdoctor.explain.reader import NotText
+
+    try:
+        excerpt = _read_log(log)
+    except NotText as exc:
+        raise CliError(str(exc)) from None
+    if excerpt.empty:
+        raise CliError("the input is empty: give a traceback or a log (a file, or piped on standard input)")
+    explanation = _explain(excerpt, not no_probe, python, timeout)
+    return _print_explanation(explanation, as_json)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(
+    command: Optional[List[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...", help="The command to run, after `--`."),
+    fix_plan: bool = typer.Option(False, "--fix", help="When it fails with a known cause, also print the fix plan."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Do not confirm the diagnosis on the live stack."),
+    python: Optional[str] = typer.Option(None, "--python", help="Confirm against this interpreter; default: the command's own "
+                                           "(`python ...`, or a script's #! line), else this one."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="As in `check`."),
+) -> int:
+    """Run a command with its output passed through; if it fails with a traceback, explain it.
+
+    Exit code: the command's own (128+N when signal N killed it); 127 when it cannot be started.
+    """
+    from envdoctor.explain.run import CommandNotFound, run_command, target_python
+
+    if not command:
+        raise CliError("no command given: envdoctor run -- python train.py ...")
+    try:
+        finished = run_command(command)
+    except CommandNotFound as exc:
+        print("envdoctor: error: %s" % exc, file=sys.stderr)
+        return 127
+    if finished.exit_code == 0 or finished.excerpt.empty:
+        return finished.exit_code
+    from envdoctor import report as render
+
+    # probes run only for a diagnosis: output with no error in it costs a read, nothing more
+    explanation = _explain(finished.excerpt, not no_probe or fix_plan, python or target_python(command), timeout)
+    if not explanation.matching.errors:
+        return finished.exit_code
+    how = "killed by signal %d" % finished.signal if finished.signal else "exit code %d" % finished.exit_code
+    _say("")
+    _say("envdoctor: the command failed (%s); what its output says:" % how)
+    for line in render.explanation_lines(explanation.to_dict()):
+        _say(line)
+    if fix_plan and explanation.diagnoses and explanation.report is not None:
+        from envdoctor.fix.plan import make_plan
+
+        plan = make_plan(explanation.report, prefer=[], only=[d.check for d in explanation.diagnoses])
+        _say("")
+        for line in render.plan_lines(plan.to_dict()):
+            _say(line)
+        if plan.applicable:
+            _say("Apply with `envdoctor fix --yes --only %s`." % ",".join(sorted({d.check for d in explanation.diagnoses})))
+    return finished.exit_code
+
+
+def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
+    from envdoctor.explain.reader import read_stream
+
+    if log in (None, "-"):
+        if sys.stdin is None or sys.stdin.isatty():
+            raise CliError("no log given: name a file (`envdoctor explain train.log`) or pipe one in")
+        return read_stream(sys.stdin.buffer)
+    assert log is not None
+    try:
+        with open(log, "rb") as stream:
+            return read_stream(stream)
+    except OSError as exc:
+        raise CliError("cannot read %s: %s" % (log, exc.strerror or exc)) from None
+
+
+def _explain(excerpt, probe: bool, python: Optional[str], timeout: Optional[float]):  # type: ignore[no-untyped-def]
+    from envdoctor.engine import CheckRequest, UsageError, validate_request
+    from envdoctor.explain import explain as explain_excerpt
+    from envdoctor.runner import BadInterpreter
+
+    try:
+        validate_request(CheckRequest(timeout_s=timeout))
+        return explain_excerpt(excerpt, probe=probe, python=python, timeout_s=timeout)
+    except (UsageError, BadInterpreter) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _print_explanation(explanation, as_json: bool) -> int:  # type: ignore[no-untyped-def]
+    data = explanation.to_dict()
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=not _stdout_is_utf8()))
+    else:
+        from envdoctor import report as render
+
+        print("\n".join(render.explanation_lines(data)))
+    return int(explanation.exit_code)
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr)
 

@@ -424,3 +424,44 @@ def runs_lines(runs: List[Dict[str, Any]]) -> List[str]:
         for step in steps:
             out.append("    %d. [%s] %s  %s" % (step["number"], step["kind"], step.get("status", "?"), step.get("summary") or ""))
     return out
+
+
+_CONFIRMED = {True: "✓", False: "○", None: "?"}
+
+
+def explanation_lines(data: Dict[str, Any], remedies: int = 3) -> List[str]:
+    """`envdoctor explain`'s report: the diagnoses best first, each with what it involves, its
+    evidence, whether this environment reproduces it, and what to change."""
+    read = data.get("input") or {}
+    context = data.get("context") or {}
+    said = [w for w in ("torch %s" % context["torch"] if context.get("torch") else "", context.get("device") or "",
+                        ", ".join(context.get("gpus") or ()), "/".join(context.get("precision") or ())) if w]
+    out = ["Read %s, %s%s." % (_count(read.get("lines", 0), "line"), _count(read.get("errors", 0), "error"),
+                               " · the log says: " + " · ".join(said) if said else "")]
+    diagnoses = data.get("diagnoses") or []
+    if not diagnoses:
+        out.append("No known cause: nothing in this text matches a failure envdoctor knows.")
+        if read.get("last_error"):
+            out.append("   last error: %s" % read["last_error"])
+        for near in data.get("near") or ():
+            out.append("   closest: %s (%s): %s" % (near["check"], near["code"], near["why"]))
+        out.append("Run `envdoctor check` to probe this environment for the failures it does know.")
+        return out
+    for number, diag in enumerate(diagnoses, 1):
+        involved = diag.get("involved") or {}
+        what = " · ".join(str(w) for w in (involved.get("op"), "/".join(involved.get("dtypes") or ()), involved.get("device"),
+                                              involved.get("library"), "torch %s" % involved["torch"] if involved.get("torch") else "")
+                          if w)
+        out += ["", "%d. %s (%s, confidence %.2f): %s" % (number, diag["check"], diag["code"], diag["confidence"], diag["cause"])]
+        if what:
+            out.append("   involves: %s" % what)
+        out += ["   %s" % e for e in diag.get("evidence") or ()]
+        if data.get("probed") is not None or diag.get("confirmation"):
+            out.append("   %s %s" % (_CONFIRMED[diag.get("confirmed")], diag.get("confirmation") or "not probed"))
+        for remedy in (diag.get("remedies") or [])[:remedies]:
+            out.append("   → %s" % remedy["summary"])
+            out += ["       $ %s" % c for c in remedy.get("commands") or ()]
+    probed = data.get("probed")
+    if probed:
+        out += ["", "Probed live: %s with torch %s (%s)." % (probed.get("python"), probed.get("torch") or "-", ", ".join(probed.get("checks") or ()))]
+    return out
