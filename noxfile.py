@@ -20,7 +20,8 @@ INDIRECT_MINIMUMS = ("click==8.0.0",)
 # the fix journal on platformdirs.
 CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py", "tests/test_check_config_e2e.py",
              "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py", "tests/test_configs_edit.py",
-             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_fix_e2e.py")
+             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_fix_e2e.py", "tests/test_explain.py",
+             "tests/test_explain_live.py")
 
 
 def lowest_requirements() -> list[str]:

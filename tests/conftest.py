@@ -126,6 +126,7 @@ def run_envdoctor(
     python: str = sys.executable,
     encoding: str = "utf-8",
     cwd: Optional[Path] = None,
+    input: Optional[str] = None,
 ) -> subprocess.CompletedProcess:
     """`python -m envdoctor ARGS` in a subprocess, as a user would run it."""
     full_env = dict(os.environ)
@@ -143,6 +144,7 @@ def run_envdoctor(
         timeout=timeout,
         env=full_env,
         cwd=str(cwd or ROOT),
+        input=input,
     )
 
 

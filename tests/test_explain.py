@@ -1,0 +1,249 @@
+"""`explain` on text: the corpus of real tracebacks, the reader's cleaning, the parser's shapes,
+the confusable pairs. No probes here (test_explain_live.py runs them)."""
+
+from __future__ import annotations
+
+import codecs
+from typing import List
+
+import pytest
+from tracebacks import Case, cases
+
+from envdoctor.explain.match import Matching, match
+from envdoctor.explain.reader import MAX_KEPT, LogScanner, NotText, read_text
+from envdoctor.explain.spelling import canonical, dtypes_in
+from envdoctor.explain.tracebacks import raised_errors
+from envdoctor.registry import load_checks
+
+CHECKS = [item.check for item in load_checks(plugins=False)[0]]
+CASES = cases()
+
+
+def explained(text: str) -> Matching:
+    return match(read_text(text), CHECKS)
+
+
+def top(text: str) -> str:
+    found = explained(text).diagnoses
+    return found[0].check if found else "none"
+
+
+# ---- the corpus
+
+
+def test_the_corpus_is_what_the_issue_asks_for() -> None:
+    known = {c.id for c in CHECKS} | {"none"}
+    assert len(CASES) >= 35
+    assert sorted(c.header["seed"] for c in CASES if c.seed) == ["000", "001", "002", "003", "004"]
+    assert sum(1 for c in CASES if c.expect == "none") >= 10
+    for case in CASES:
+        assert case.expect in known, case.name
+        assert case.header.get("source", "").startswith("https://"), case.name
+        assert case.body.strip(), case.name
+    assert {c.expect for c in CASES} >= {"cpu-half-kernels", "dtype-mismatch", "fp8", "dora-fp8", "apex", "cublas", "device-memory",
+                                        "cuda-compat", "extension-abi", "bf16-support", "torch-install"}
+
+
+def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
+    wrong: List[str] = []
+    for case in CASES:
+        got = top(case.body)
+        if got != case.expect:
+            wrong.append("%s: expected %s, got %s" % (case.name, case.expect, got))
+    accuracy = 1 - len(wrong) / len(CASES)
+    with capsys.disabled():
+        print("\ntraceback corpus: top-1 %d/%d = %.1f%%" % (len(CASES) - len(wrong), len(CASES), 100 * accuracy))
+        for line in wrong:
+            print("  miss: " + line)
+    assert accuracy >= 0.90, wrong
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
+def test_every_seed_is_right(case: Case) -> None:
+    assert top(case.body) == case.expect
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.expect == "none"], ids=lambda c: c.name)
+def test_no_cause_for_a_traceback_that_is_not_ours(case: Case) -> None:
+    assert explained(case.body).diagnoses == []
+
+
+# ---- the confusable pairs: one message, two meanings
+
+
+def _traceback(message: str, *frames: str, before: str = "") -> str:
+    lines = [before, "Traceback (most recent call last):"]
+    for frame in frames:
+        lines += ['  File "%s", line 10, in forward' % frame, "    return f(x)"]
+    return "\n".join(lines + [message, ""])
+
+
+SITE = "/usr/lib/python3.10/site-packages/"
+
+
+def test_the_same_dtype_message_is_apex_inside_apex_and_dtype_mismatch_elsewhere() -> None:
+    message = "RuntimeError: expected scalar type Float but found Half"
+    assert top(_traceback(message, SITE + "transformers/models/t5/modeling_t5.py",
+                          SITE + "apex/normalization/fused_layer_norm.py")) == "apex"
+    assert top(_traceback(message, SITE + "transformers/models/clip/modeling_clip.py", SITE + "torch/nn/functional.py")) \
+        == "dtype-mismatch"
+
+
+def test_a_missing_half_kernel_is_cpu_half_kernels_and_a_missing_bf16_cuda_kernel_is_bf16s() -> None:
+    assert top(_traceback("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'", SITE + "torch/nn/functional.py")) \
+        == "cpu-half-kernels"
+    assert top(_traceback("RuntimeError: \"max_all_cuda\" not implemented for 'BFloat16'", SITE + "torch/nn/functional.py")) \
+        == "bf16-support"
+    # a kernel missing for a non-float dtype is a bug of the caller's data, not ours
+    assert top(_traceback("RuntimeError: \"argmax_cpu\" not implemented for 'Bool'", SITE + "torch/nn/functional.py")) == "none"
+
+
+def test_cublas_init_failure_is_device_memory_beside_an_oom_hint_and_cublas_otherwise() -> None:
+    message = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
+    frame = SITE + "torch/nn/modules/linear.py"
+    assert top(_traceback(message, frame)) == "cublas"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 23.65 GiB total capacity)\n"
+    assert top(_traceback(message, frame, before=oom)) == "device-memory"
+    alloc = "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"
+    assert top(_traceback(alloc, frame)) == "cublas"
+    assert top(_traceback(alloc, frame, before="watching nvidia-smi, VRAM climbs to 24G then it fails\n")) == "device-memory"
+
+
+def test_float8_promotion_is_dora_fp8_from_an_adapter_and_fp8_from_plain_math() -> None:
+    message = "RuntimeError: Promotion for Float8 Types is not supported, attempted to promote Float8_e4m3fn and Half"
+    assert top(_traceback(message, "/home/me/OneTrainer/modules/module/LoRAModule.py")) == "dora-fp8"
+    assert top(_traceback(message, SITE + "peft/tuners/lora/layer.py")) == "dora-fp8"
+    assert top(_traceback(message, SITE + "torchao/float8/float8_linear.py")) == "fp8"
+
+
+def test_other_failures_get_no_cause() -> None:
+    for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
+                    "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",
+                    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x768 and 1024x10)",
+                    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+                    "RuntimeError: expected scalar type Long but found Float"):
+        assert explained(_traceback(message, SITE + "torch/nn/functional.py")).diagnoses == [], message
+
+
+# ---- what a diagnosis says
+
+
+def test_a_diagnosis_reads_the_operation_dtypes_device_and_library() -> None:
+    text = _traceback("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'",
+                      SITE + "transformers/models/clip/modeling_clip.py", SITE + "torch/nn/functional.py",
+                      before="torch==2.0.1\nUsing device: cpu\n--mixed_precision fp16\n")
+    found = explained(text)
+    diagnosis = found.diagnoses[0]
+    assert diagnosis.involved.to_dict() == {"op": "layer_norm", "dtypes": ["float16"], "device": "cpu",
+                                            "library": "transformers (clip)", "torch": "2.0.1"}
+    assert found.context.precision == ["fp16"] and found.context.device == "cpu"
+    assert diagnosis.remedies and diagnosis.cause and 0 < diagnosis.confidence <= 1
+    assert any("LayerNormKernelImpl" in e for e in diagnosis.evidence)
+
+
+@pytest.mark.parametrize("text, want, dtypes", [
+    ("expected m1 and m2 to have the same dtype, but got: float != c10::Half", "but got: Float != Half", ["float32", "float16"]),
+    ("Input type (torch.cuda.HalfTensor) and weight type (torch.cuda.FloatTensor) should be the same",
+     "Input type (Half) and weight type (Float)", ["float16", "float32"]),
+    ("Input type (float) and bias type (struct c10::Half) should be the same", "Input type (Float) and bias type (Half)",
+     ["float32", "float16"]),
+    ("x is torch.bfloat16, w is torch.float8_e4m3fn", "x is BFloat16, w is Float8_e4m3fn", ["bfloat16", "float8_e4m3fn"]),
+])
+def test_every_dtype_spelling_reads_as_one(text: str, want: str, dtypes: List[str]) -> None:
+    assert want in canonical(text)
+    assert dtypes_in(canonical(text)) == dtypes
+
+
+# ---- reading logs as they come
+
+
+def test_colours_progress_bars_and_windows_paths_are_read_through() -> None:
+    text = ("\x1b[32mSteps:   0%|          | 0/100\r\x1b[32mSteps:   1%|1         | 1/100 [00:01<02:00]Traceback (most recent call "
+            "last):\n"
+            '  File "C:\\Users\\me\\venv\\Lib\\site-packages\\torch\\nn\\functional.py", line 2515, in layer_norm\r\n'
+            "    return torch.layer_norm(\r\n"
+            "\x1b[0;31mRuntimeError\x1b[0m: \"LayerNormKernelImpl\" not implemented for 'Half'\r\n")
+    (error,) = raised_errors(read_text(text).lines)
+    assert error.type == "RuntimeError" and error.message == "\"LayerNormKernelImpl\" not implemented for 'Half'"
+    assert error.paths == ["C:/Users/me/venv/Lib/site-packages/torch/nn/functional.py"]
+
+
+def test_interleaved_ranks_are_read_one_rank_at_a_time() -> None:
+    text = "\n".join([
+        "[rank1]: Traceback (most recent call last):",
+        "[rank0]: Traceback (most recent call last):",
+        '[rank1]:   File "/x/site-packages/torch/nn/modules/linear.py", line 117, in forward',
+        '[rank0]:   File "/x/site-packages/apex/normalization/fused_layer_norm.py", line 69, in forward',
+        "[rank1]: RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        "[rank0]: RuntimeError: expected scalar type Float but found Half", ""])
+    errors = {e.stream: e for e in raised_errors(read_text(text).lines)}
+    assert errors["rank0"].paths == ["/x/site-packages/apex/normalization/fused_layer_norm.py"]
+    assert errors["rank1"].paths == ["/x/site-packages/torch/nn/modules/linear.py"]
+    assert [d.check for d in explained(text).diagnoses][:2] == ["apex", "cublas"]
+
+
+def test_ipython_tracebacks_old_and_new() -> None:
+    new = ("\x1b[0;31m---------------------------------------------------------------------------\x1b[0m\n"
+           "\x1b[0;31mRuntimeError\x1b[0m                              Traceback (most recent call last)\n"
+           "Cell \x1b[0;32mIn[3], line 5\x1b[0m\n----> 5 model(x)\n\n"
+           "File \x1b[0;32m/usr/lib/python3.10/site-packages/torch/nn/functional.py:2515\x1b[0m, in \x1b[0;36mlayer_norm\x1b[0;34m(input)\x1b[0m\n"
+           "\x1b[0;31mRuntimeError\x1b[0m: \"LayerNormKernelImpl\" not implemented for 'Half'\n")
+    old = ("<ipython-input-3-1a2b3c> in <module>()\n----> 1 model(x)\n\n"
+           "/usr/local/lib/python3.7/dist-packages/torch/nn/functional.py in layer_norm(input, normalized_shape)\n"
+           "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'\n")
+    for text in (new, old):
+        (error,) = raised_errors(read_text(text).lines)
+        assert error.paths[-1].endswith("torch/nn/functional.py") and error.frames[-1].function.startswith("layer_norm")
+        assert top(text) == "cpu-half-kernels"
+
+
+def test_chained_exceptions_each_keep_their_frames() -> None:
+    text = _traceback("RuntimeError: expected scalar type Float but found Half", SITE + "apex/normalization/fused_layer_norm.py")
+    text += "\nThe above exception was the direct cause of the following exception:\n\n"
+    text += _traceback("ValueError: pipeline failed", "/home/me/run.py")
+    errors = raised_errors(read_text(text).lines)
+    assert [e.type for e in errors] == ["RuntimeError", "ValueError"] and errors[1].chained
+    assert top(text) == "apex"
+
+
+def test_utf16_logs_from_powershell_and_a_bom() -> None:
+    text = _traceback("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'", SITE + "torch/nn/functional.py")
+    for data in (codecs.BOM_UTF16_LE + text.encode("utf-16-le"), codecs.BOM_UTF8 + text.encode("utf-8")):
+        scanner = LogScanner()
+        for i in range(0, len(data), 7):  # bytes arrive in any cut
+            scanner.feed(data[i:i + 7])
+        assert match(scanner.close(), CHECKS).diagnoses[0].check == "cpu-half-kernels"
+
+
+def test_binary_input_is_refused_and_empty_input_is_empty() -> None:
+    with pytest.raises(NotText):
+        scanner = LogScanner()
+        scanner.feed(bytes(range(256)) * 64)
+        scanner.close()
+    assert LogScanner().close().empty
+    assert read_text("\n\n  \n").empty
+
+
+def test_memory_is_bounded_and_the_traceback_at_the_end_survives() -> None:
+    scanner = LogScanner()
+    noisy = "".join("step %d loss 0.1 Warning: something %d\n" % (i, i) for i in range(1000)).encode()
+    for _ in range(60):  # 60k lines that all open windows
+        scanner.feed(noisy)
+    scanner.feed(b"x" * 5_000_000)  # one endless line
+    scanner.feed(b"\n" + _traceback("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'",
+                                    SITE + "torch/nn/functional.py").encode())
+    excerpt = scanner.close()
+    assert len(excerpt.lines) <= MAX_KEPT and excerpt.dropped_lines > 0
+    assert max(len(line.text) for line in excerpt.lines) <= 4000
+    assert match(excerpt, CHECKS).diagnoses[0].check == "cpu-half-kernels"
+
+
+def test_a_traceback_cut_before_its_error_belongs_to_the_error_quoted_without_frames() -> None:
+    """An issue's title quotes the error, the pasted traceback lost its last line."""
+    text = ("OSError: libtorch_cuda_cu.so: cannot open shared object file: No such file or directory\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "/env/lib/python3.8/site-packages/torch_sparse/__init__.py", line 19, in <module>\n'
+            "    torch.ops.load_library(spec.origin)\n")
+    (error,) = raised_errors(read_text(text).lines)
+    assert error.paths == ["/env/lib/python3.8/site-packages/torch_sparse/__init__.py"]
+    assert top(text) == "extension-abi"
