@@ -57,6 +57,38 @@ PAIRS = [
 SEED_004 = "task: dreambooth\nbase_model: stabilityai/stable-diffusion-xl-base-1.0\nproject_name: p\nbackend: local\nparams:\n  mixed_precision: fp16\n"
 
 
+# issue 15: a 10 MB training log (progress bars redrawn with carriage returns, loss lines, the odd
+# warning) with seed 004's traceback at its end, explained in a few times envdoctor's own start-up.
+TRACEBACK_004 = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/transformers/models/clip/modeling_clip.py", line 234, in forward\n'
+    "    hidden_states = self.layer_norm1(hidden_states)\n"
+    '  File "/usr/local/lib/python3.10/dist-packages/torch/nn/functional.py", line 2515, in layer_norm\n'
+    "    return torch.layer_norm(input, normalized_shape, weight, bias, eps, torch.backends.cudnn.enabled)\n"
+    "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'\n"
+)
+
+
+def training_log(path: Path, size: int = 10 * 2**20) -> Path:
+    with path.open("w", encoding="utf-8") as out:
+        written, step = 0, 0
+        while written < size:
+            step += 1
+            bar = "".join("\rSteps: %3d%%|%-10s| %d/10000 [00:%02d<01:25, 6.9it/s, loss=0.%04d]" % (
+                step % 100, "#" * (step % 10), step, step % 60, (step * 37) % 10000) for _ in range(4))
+            line = bar + "\n" + ("UserWarning: None of the inputs have requires_grad=True\n" if step % 500 == 0 else "")
+            out.write(line)
+            written += len(line)
+        out.write(TRACEBACK_004)
+    return path
+
+
+def explain_pairs() -> list:
+    log = training_log(Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.log")
+    return [("envdoctor explain --no-probe train.log (10 MB)", ENVDOCTOR + ["explain", "--no-probe", str(log)],
+             "envdoctor --version", ENVDOCTOR + ["--version"], 4.0)]
+
+
 def seed_pairs(python: str, config: Path) -> list:
     """`fix` with a plan (an edit and its diff, alternatives) against `check` of the same config."""
     args = ["--python", python, "--config", str(config)]
@@ -115,7 +147,7 @@ def main() -> int:
     args = parser.parse_args()
 
     rows = []
-    pairs = list(PAIRS) + (library_pairs(args.libs_python) if args.libs_python else [])
+    pairs = list(PAIRS) + explain_pairs() + (library_pairs(args.libs_python) if args.libs_python else [])
     if args.old_torch_python:
         config = Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.yaml"
         config.write_text(SEED_004, encoding="utf-8")
