@@ -221,7 +221,9 @@ SIGNATURES = (
     # Any kernel but a CUDA one (those are bf16-support's); the closing quote is optional because
     # people paste the line cut short.
     Signature("fp16-missing", r"\"?(?!\w*cuda)\w+\"? not implemented for '(Half|BFloat16)",
-              context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|on CPU|--device cpu|use_cpu",),
+              # the CPU named near it, or a torch before 2.1 (the releases without these kernels)
+              context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|on CPU|--device cpu|use_cpu",
+                       r"\btorch(==| |-)(1\.\d+|2\.0)(\.\d+)?\b"),
               cause="this torch has no CPU kernel for the operation in half precision (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",
               remedies=EXPLAIN_REMEDIES),

@@ -427,6 +427,7 @@ def runs_lines(runs: List[Dict[str, Any]]) -> List[str]:
 
 
 _CONFIRMED = {True: "✓", False: "○", None: "?"}
+LIKELY = 0.3  # below: a diagnosis another family's frames or context outranked
 
 
 def explanation_lines(data: Dict[str, Any], remedies: int = 3) -> List[str]:
@@ -447,7 +448,10 @@ def explanation_lines(data: Dict[str, Any], remedies: int = 3) -> List[str]:
             out.append("   closest: %s (%s): %s" % (near["check"], near["code"], near["why"]))
         out.append("Run `envdoctor check` to probe this environment for the failures it does know.")
         return out
-    for number, diag in enumerate(diagnoses, 1):
+    # an alternative its rival outranked is named, not detailed (--json has everything)
+    likely = diagnoses[:1] + [d for d in diagnoses[1:] if d["confidence"] >= LIKELY]
+    unlikely = [d for d in diagnoses if d not in likely]
+    for number, diag in enumerate(likely, 1):
         involved = diag.get("involved") or {}
         what = " · ".join(str(w) for w in (involved.get("op"), "/".join(involved.get("dtypes") or ()), involved.get("device"),
                                               involved.get("library"), "torch %s" % involved["torch"] if involved.get("torch") else "")
@@ -461,6 +465,8 @@ def explanation_lines(data: Dict[str, Any], remedies: int = 3) -> List[str]:
         for remedy in (diag.get("remedies") or [])[:remedies]:
             out.append("   → %s" % remedy["summary"])
             out += ["       $ %s" % c for c in remedy.get("commands") or ()]
+    if unlikely:
+        out += ["", "Less likely: " + ", ".join("%s (%s, %.2f)" % (d["check"], d["code"], d["confidence"]) for d in unlikely)]
     probed = data.get("probed")
     if probed:
         out += ["", "Probed live: %s with torch %s (%s)." % (probed.get("python"), probed.get("torch") or "-", ", ".join(probed.get("checks") or ()))]

@@ -247,3 +247,11 @@ def test_a_traceback_cut_before_its_error_belongs_to_the_error_quoted_without_fr
     (error,) = raised_errors(read_text(text).lines)
     assert error.paths == ["/env/lib/python3.8/site-packages/torch_sparse/__init__.py"]
     assert top(text) == "extension-abi"
+
+
+def test_a_message_pasted_alone_and_text_without_errors() -> None:
+    lone = explained("\"LayerNormKernelImpl\" not implemented for 'Half'\n")
+    assert lone.diagnoses[0].check == "cpu-half-kernels"
+    assert lone.diagnoses[0].evidence[0] == "line 1: \"LayerNormKernelImpl\" not implemented for 'Half'"
+    calm = read_text("epoch 1 done\nsaving checkpoint\n")
+    assert not calm.empty and match(calm, CHECKS).diagnoses == []

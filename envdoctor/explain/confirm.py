@@ -41,10 +41,14 @@ def _op_facts(facts: Any) -> Iterator[Dict[str, Any]]:
 
 
 def describe(fact: Dict[str, Any]) -> str:
-    """'layer_norm float16 on cpu', 'linear input fp32 × weight fp16 on cpu'."""
+    """'layer_norm float16 on cpu', 'linear input fp32 × weight fp16 on cpu', 'dora (float16) on a
+    float8_e4m3fn base, in torch, on cpu'."""
+    device = " on %s" % fact["device"] if fact.get("device") else ""
+    if fact.get("adapter"):
+        return "%s (%s) on a %s base, in %s,%s" % (fact["adapter"], fact.get("adapter_dtype"), fact.get("base_dtype"),
+                                                   fact.get("library") or "torch", device)
     what = fact.get("mix") or fact.get("dtype") or ""
     name = fact.get("op") or fact.get("name") or fact.get("model") or "the probe"
-    device = " on %s" % fact["device"] if fact.get("device") else ""
     return " ".join(p for p in (str(name), str(what)) if p) + device
 
 

@@ -26,6 +26,7 @@ from envdoctor.model import Check, Remedy, Signature
 
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
 CONTEXT_AFTER = 20
+LOOSE_LINES = 1000  # the log's last kept lines read for messages without an exception type
 _BASE = {"traceback": 0.6, "cpp": 0.6, "bare": 0.5, "line": 0.4}
 _FRAMES_HIT = 0.2
 _CONTEXT_HIT = 0.15
@@ -120,13 +121,26 @@ def _within(marks: Sequence[int], number: int) -> bool:
     return i < len(marks) and marks[i] <= number + CONTEXT_BEFORE
 
 
-def _surroundings(error: RaisedError, lines: Sequence[LogLine], context: Sequence[LogLine]) -> str:
-    near = [ln.text for ln in lines if error.line - CONTEXT_BEFORE <= ln.number <= error.line + CONTEXT_AFTER
-            and ln.stream in ("", error.stream)]
-    return "\n".join([ln.text for ln in context] + near)
+class _Surroundings:
+    """The text a signature's context is looked for in: the log's context lines and the lines
+    around one error (its own rank's), built only when a signature asks."""
+
+    def __init__(self, excerpt: LogExcerpt) -> None:
+        self.lines = excerpt.lines
+        self.numbers = [ln.number for ln in excerpt.lines]  # the reader keeps them in order
+        self.context = "\n".join(ln.text for ln in excerpt.context)
+        self.cache: Dict[int, str] = {}
+
+    def of(self, error: RaisedError) -> str:
+        if error.line not in self.cache:
+            lo = bisect.bisect_left(self.numbers, error.line - CONTEXT_BEFORE)
+            hi = bisect.bisect_right(self.numbers, error.line + CONTEXT_AFTER)
+            near = [ln.text for ln in self.lines[lo:hi] if ln.stream in ("", error.stream)]
+            self.cache[error.line] = "\n".join([self.context] + near)
+        return self.cache[error.line]
 
 
-def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surroundings: str,
+def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surroundings: _Surroundings,
            near: List[NearMiss]) -> Optional[_Hit]:
     found = _compiled(sig.message).search(text)
     if not found:
@@ -136,7 +150,7 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surround
         if not sig.supporting:
             near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows no frame of %s" % " or ".join(sig.frames)))
         return None
-    context_line = _first_match(sig.context, surroundings) if sig.context else ""
+    context_line = _first_match(sig.context, surroundings.of(error)) if sig.context else ""
     context_hit = bool(context_line)
     if sig.context_required and not context_hit:
         if not sig.supporting:
@@ -150,7 +164,7 @@ def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[Rai
     """Lines that carry a signature's words without an exception type (a warning, a message
     pasted alone): read only when no raised error explains anything."""
     taken = {e.line for e in errors}
-    return [RaisedError("", ln.text.strip(), ln.number, [], ln.stream, "line") for ln in excerpt.lines
+    return [RaisedError("", ln.text.strip(), ln.number, [], ln.stream, "line") for ln in excerpt.lines[-LOOSE_LINES:]
             if ln.number not in taken and ln.text.strip()]
 
 
@@ -162,7 +176,7 @@ def match(excerpt: LogExcerpt, checks: Sequence[Check]) -> Matching:
     if not hits:
         hits, more = _hits(_line_errors(excerpt, errors), excerpt, checks, near)
         supporting += more
-    return Matching(_diagnoses(hits, errors, context), _unique(near), errors, context, sorted(set(supporting)))
+    return Matching(_diagnoses(hits, context), _unique(near), errors, context, sorted(set(supporting)))
 
 
 def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[Check],
@@ -170,9 +184,9 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     hits: List[_Hit] = []
     supporting: List[str] = []
     last = errors[-1].line if errors else -1
+    surroundings = _Surroundings(excerpt)
     for error in errors:
         text = canonical(error.text)
-        surroundings = _surroundings(error, excerpt.lines, excerpt.context)
         own: List[_Hit] = []
         for check in checks:
             for sig in check.signatures:
@@ -195,7 +209,7 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     return hits, supporting
 
 
-def _diagnoses(hits: List[_Hit], errors: Sequence[RaisedError], context: LogContext) -> List[Diagnosis]:
+def _diagnoses(hits: List[_Hit], context: LogContext) -> List[Diagnosis]:
     best: Dict[str, _Hit] = {}
     for hit in hits:
         seen = best.get(hit.check.id)
@@ -212,7 +226,7 @@ def _diagnosis(hit: _Hit, context: LogContext) -> Diagnosis:
     inner = [f for f in error.frames if sig.frames and _any(sig.frames, [f.path])] or error.frames[-1:]
     for frame in inner[-2:]:
         evidence.append("raised in %s%s" % (frame.path, ", in %s" % frame.function if frame.function else ""))
-    if hit.context_line:
+    if hit.context_line and hit.context_line != _first_line(error.text):
         evidence.append("beside: %s" % _first_line(hit.context_line))
     details = involved(error, context)
     return Diagnosis(hit.check.id, sig.code, min(0.95, round(hit.score, 2)), sig.cause, error, sig, details, evidence,

@@ -69,10 +69,11 @@ class LogExcerpt:
     total_lines: int = 0
     total_bytes: int = 0
     dropped_lines: int = 0  # window lines dropped to stay within MAX_KEPT
+    has_text: bool = False  # any line with more than white space
 
     @property
     def empty(self) -> bool:
-        return not any(line.text.strip() for line in self.lines) and not self.context
+        return not self.has_text
 
 
 def _decoder(head: bytes) -> Tuple[codecs.IncrementalDecoder, int]:
@@ -139,6 +140,7 @@ class LogScanner:
         self._bytes = 0
         self._kept_count = 0
         self._context_bytes = 0
+        self._has_text = False
         # The first context lines (the version banner, "Using device: cpu") matter most; the deque keeps the newest.
         self._first_context: List[LogLine] = []
 
@@ -176,6 +178,7 @@ class LogScanner:
     def _lines(self, text: str) -> None:
         lines = clean_lines(text)
         text = "\n".join(lines)
+        self._has_text = self._has_text or bool(text.strip())
         first = self._line + 1
         self._line += len(lines)
         if self._context_bytes < HEAD:
@@ -226,12 +229,17 @@ class LogScanner:
         self._pending = ""
         if tail:
             self._lines(tail)
+        # The log's last lines are kept even without an error word: where a run ends is where it failed
+        # (a message pasted alone, a launcher's last words).
+        last = self._kept[-1].number if self._kept else 0
+        self._keep(line for line in self._before if line.number > last)
         return LogExcerpt(
             lines=list(self._kept),
             context=self._first_context + list(self._context),
             total_lines=self._line,
             total_bytes=self._bytes,
             dropped_lines=self._kept_count - len(self._kept),
+            has_text=self._has_text,
         )
 
 

@@ -94,7 +94,8 @@ def _merge(first: LogExcerpt, second: LogExcerpt) -> LogExcerpt:
     moved = [LogLine(line.number + shift, line.text, line.stream) for line in second.lines]
     context = list(first.context) + [LogLine(line.number + shift, line.text, line.stream) for line in second.context]
     return LogExcerpt(list(first.lines) + moved, context, first.total_lines + second.total_lines,
-                      first.total_bytes + second.total_bytes, first.dropped_lines + second.dropped_lines)
+                      first.total_bytes + second.total_bytes, first.dropped_lines + second.dropped_lines,
+                      first.has_text or second.has_text)
 
 
 def run_command(argv: Sequence[str], stdout: Any = None, stderr: Any = None) -> Finished:

@@ -55,7 +55,7 @@ class RaisedError:
 
     @property
     def text(self) -> str:
-        return "%s: %s" % (self.type, self.message) if self.message else self.type
+        return ": ".join(part for part in (self.type, self.message) if part)
 
     @property
     def paths(self) -> List[str]:
