@@ -84,9 +84,17 @@ def training_log(path: Path, size: int = 10 * 2**20) -> Path:
 
 
 def explain_pairs() -> list:
-    log = training_log(Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.log")
-    return [("envdoctor explain --no-probe train.log (10 MB)", ENVDOCTOR + ["explain", "--no-probe", str(log)],
-             "envdoctor --version", ENVDOCTOR + ["--version"], 4.0)]
+    """The 10 MB log against the same command on the bare traceback (explain's own start-up: the
+    command line, the twelve checks' signatures) and against `envdoctor --version`."""
+    folder = Path(tempfile.mkdtemp(prefix="envdoctor-bench-"))
+    log = training_log(folder / "train.log")
+    bare = folder / "traceback.txt"
+    bare.write_text(TRACEBACK_004, encoding="utf-8")
+    explain = ENVDOCTOR + ["explain", "--no-probe"]
+    return [("envdoctor explain --no-probe train.log (10 MB)", explain + [str(log)],
+             "envdoctor explain --no-probe traceback.txt", explain + [str(bare)], 3.0),
+            ("envdoctor explain --no-probe train.log (10 MB)", explain + [str(log)], "envdoctor --version",
+             ENVDOCTOR + ["--version"], 4.0)]
 
 
 def seed_pairs(python: str, config: Path) -> list:
@@ -144,6 +152,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--libs-python", help="an interpreter with transformers, diffusers and peft: adds the library-probe pairs")
     parser.add_argument("--old-torch-python", help="an interpreter with torch 2.0.1: adds `fix` with a plan against `check`")
+    parser.add_argument("--only", help="measure only the pairs whose command contains this text (e.g. explain)")
     args = parser.parse_args()
 
     rows = []
@@ -152,6 +161,8 @@ def main() -> int:
         config = Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.yaml"
         config.write_text(SEED_004, encoding="utf-8")
         pairs += seed_pairs(args.old_torch_python, config)
+    if args.only:
+        pairs = [p for p in pairs if args.only in p[0]]
     for name_a, argv_a, name_b, argv_b, goal in pairs:
         result = measure_pair(argv_a, argv_b, args.runs)
         rows.append({"command": name_a, "baseline": name_b, "goal_ratio": goal, **result})

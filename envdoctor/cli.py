@@ -247,8 +247,11 @@ def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
 
 
 def _explain(excerpt, probe: bool, python: Optional[str], timeout: Optional[float]):  # type: ignore[no-untyped-def]
-    from envdoctor.engine import CheckRequest, UsageError, validate_request
     from envdoctor.explain import explain as explain_excerpt
+
+    if not probe:  # reading only: the engine and its worker are not needed
+        return explain_excerpt(excerpt, probe=False)
+    from envdoctor.engine import CheckRequest, UsageError, validate_request
     from envdoctor.runner import BadInterpreter
 
     try:

@@ -28,7 +28,6 @@ import warnings
 from types import ModuleType
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from envdoctor import sysinfo
 from envdoctor.model import Check, ProbeContext
 from envdoctor.probekit import steps
 from envdoctor.probekit.distributions import installed_version
@@ -83,6 +82,7 @@ def _emit_system(channel: Channel) -> threading.Thread:
     """Collect the system facts (OS, compilers, CPU flags, packages) in a thread while torch
     imports, and send them as soon as they are ready: even a torch import that crashes the
     worker leaves them in the report."""
+    from envdoctor import sysinfo  # here, not at the top: the parent imports this module for load_module_file alone
 
     def run() -> None:
         try:
@@ -219,6 +219,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch, torch_info = import_torch()
     if system is not None:
         system.join(10.0)  # the facts are sent before "torch", so the runner has them with the handshake
+    from envdoctor import sysinfo
+
     runtime = sysinfo.torch_runtime(torch) if torch is not None else None
     channel.emit("torch", runtime=runtime, **torch_info)
 
