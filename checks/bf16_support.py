@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.notebook.menus import bf16_gpu_step
 from envdoctor.probekit.gpus import capability_tuple, device_index, identity
 from envdoctor.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.probekit.steps import step
@@ -213,7 +214,7 @@ def _label(dev: Dict[str, Any]) -> str:
                         " (compute capability %s)" % dev["capability"] if dev.get("capability") else "")
 
 
-def _precision_remedies(dev: Dict[str, Any]) -> Tuple[Remedy, ...]:
+def _precision_remedies(dev: Dict[str, Any], env: Environment) -> Tuple[Remedy, ...]:
     return (
         config_remedy("Compute in fp16 with loss scaling instead: accelerate `mixed_precision: fp16`, transformers `fp16=True` "
                       "(and `bf16=False`), OneTrainer `train_dtype: FLOAT_16`, vLLM `--dtype half`",
@@ -221,9 +222,8 @@ def _precision_remedies(dev: Dict[str, Any]) -> Tuple[Remedy, ...]:
         config_remedy("Or compute in fp32 (slowest, most memory, no overflow risk): accelerate `mixed_precision: no`, "
                       "transformers `fp16=False, bf16=False`",
                       "precision-fp32", {"precision": "fp32"}, when={"device": dev["id"], "precision": "bf16"}),
-        Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100); "
-               "in Colab: Runtime → Change runtime type → A100 or L4",
-               kind="manual", id="use-ampere-gpu"),
+        Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100); %s"
+               % bf16_gpu_step(env.where), kind="manual", id="use-ampere-gpu"),
     )
 
 
@@ -276,7 +276,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
                         ("native bf16 needs compute capability 8.0 (Ampere) or newer", *_support_evidence(dev), *_timing_evidence(dev),
                          "bf16 %d×%d matmul works: max relative error %s vs fp32"
                          % (MATMUL_N, MATMUL_N, (matmul or {}).get("max_rel_err"))),
-                        _precision_remedies(dev), subject)
+                        _precision_remedies(dev, env), subject)
             )
         elif kind == "unknown":
             findings.append(
@@ -296,7 +296,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
             findings.append(
                 Finding(ID, code, Severity.ERROR, title,
                         tuple(["%s bf16: %s" % (dev["id"], e) for e in errors] + _support_evidence(dev)),
-                        _precision_remedies(dev) + ((Remedy("Run `envdoctor check --only cublas` on this GPU: a bf16 GEMM failing on an "
+                        _precision_remedies(dev, env) + ((Remedy("Run `envdoctor check --only cublas` on this GPU: a bf16 GEMM failing on an "
                                                             "Ampere+ GPU points at cuBLAS or the torch build", id="check-cublas"),)
                                                     if native_capable else ()),
                         subject)
@@ -306,7 +306,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
                 Finding(ID, "bf16-wrong-results", Severity.ERROR, "%s: bf16 matmul runs but returns wrong numbers" % label,
                         ("%s bf16 %d×%d matmul: max relative error %s vs fp32 (tolerance %g)"
                          % (dev["id"], MATMUL_N, MATMUL_N, (matmul or {}).get("max_rel_err"), TOLERANCE),),
-                        _precision_remedies(dev)[:2], subject)
+                        _precision_remedies(dev, env)[:2], subject)
             )
     return findings
 

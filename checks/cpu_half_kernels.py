@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.configs.intent import Setting, config_evidence, config_subject
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+from envdoctor.notebook.menus import gpu_runtime_step
 from envdoctor.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.probekit.steps import step
 from envdoctor.probekit.text import dtype_name, error_text, short_dtype
@@ -114,7 +115,7 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environmen
             "precision-fp32", {n: "fp32" for n in names}, when=dict({n: label for n in names}, device="cpu"),
         ),
         Remedy(
-            "Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where %s kernels exist" % label,
+            "Move the run to a GPU (%s), where %s kernels exist" % (gpu_runtime_step(env.where), label),
             kind="manual",
             id="use-gpu",
         ),
@@ -212,7 +213,7 @@ def summarize(facts: Dict[str, Any]) -> str:
 EXPLAIN_REMEDIES = (
     Remedy("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
            "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`", id="precision-fp32"),
-    Remedy("Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where half kernels exist", id="use-gpu"),
+    Remedy("Move the run to a GPU (%s), where half kernels exist" % gpu_runtime_step(None), id="use-gpu"),
     Remedy("Upgrade torch to 2.1 or newer: measured, torch 2.13 runs layer_norm, addmm, conv2d, bmm, group_norm and softmax "
            "in fp16 on the CPU (torch 2.0.1 runs none of them)", id="torch-upgrade"),
 )

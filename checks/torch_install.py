@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.notebook.menus import gpu_runtime_step
 from envdoctor.probekit.distributions import installed_version
 from envdoctor.probekit.gpus import identity
 from envdoctor.probekit.steps import step
@@ -202,7 +203,7 @@ def training_device(facts: Dict[str, Any], env: Environment) -> List[Finding]:
         remedies = [config_remedy("Train on the CPU: set the config's device to cpu"
                                   + (" and its precision to fp32 (the CPU lacks fast half kernels)" if half else ""),
                                   "device-cpu", change, when={"device": wanted}),
-                    Remedy("Or run where a GPU is visible (in Colab: Runtime → Change runtime type → T4 GPU)", kind="manual", id="use-gpu")]
+                    Remedy("Or run where a GPU is visible (%s)" % gpu_runtime_step(env.where), kind="manual", id="use-gpu")]
         return [Finding(ID, "config-device-missing", Severity.ERROR,
                         "%s asks for %s; this torch sees %s" % (setting.where(), wanted, ", ".join(gpus) if gpus else "no GPU"),
                         ("devices seen: %s" % ", ".join(seen),), tuple(remedies), subject)]

@@ -28,6 +28,8 @@ from envdoctor.model import (
     report_from_dict,
     status_from_findings,
 )
+from envdoctor.notebook.restart import kernel_state
+from envdoctor.notebook.where import here
 from envdoctor.redact import Redactor, environment_variables
 from envdoctor.registry import BrokenPlugin, LoadedCheck, checks_dir, load_checks
 from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult, environ_with
@@ -237,7 +239,7 @@ def target_environment(run: RunResult, python: str, intent: Optional[Intent] = N
     hello's keys are the report environment's), and the training configs' intent."""
     version = run.torch_import.get("version") if run.torch_import.get("ok") else None
     env = Environment.from_report(dict(run.hello, target_python=python, torch=version, torch_import=run.torch_import))
-    return dataclasses.replace(env, intent=intent)
+    return dataclasses.replace(env, intent=intent, where=here().to_dict())
 
 
 def judge(loaded: LoadedCheck, outcome: Optional[Outcome], env: Environment) -> CheckResult:
@@ -393,9 +395,19 @@ def broken_plugin_result(plugin: BrokenPlugin) -> CheckResult:
     )
 
 
+def gpu_names(results: List[CheckResult]) -> List[str]:
+    """The GPUs the probes saw: torch's devices, or nvidia-smi's when torch sees none (a CPU torch on a GPU machine)."""
+    facts = {r.id: r.facts for r in results}
+    names = [str(d.get("name")) for d in (facts.get("torch-install") or {}).get("devices") or ()
+             if str(d.get("id") or "").startswith("cuda") and d.get("name")]
+    smi = ((facts.get("cuda-compat") or {}).get("nvidia_smi") or {}).get("gpus") or ()
+    return names or [str(g.get("name")) for g in smi if isinstance(g, dict) and g.get("name")]
+
+
 def describe_environment(run: RunResult, results: List[CheckResult], python: str, request: CheckRequest) -> Dict[str, Any]:
     hello = run.hello
     torch_facts = next((r.facts for r in results if r.id == "torch-install"), {})
+    where = here(gpu_names(results)).to_dict()
     return {
         "envdoctor": __version__,
         "target_python": python,
@@ -413,6 +425,8 @@ def describe_environment(run: RunResult, results: List[CheckResult], python: str
         "devices": [d.get("id") for d in torch_facts.get("devices") or ()],
         "requested_devices": list(request.devices) if request.devices else None,
         "worker_restarts": run.restarts,
+        "where": where,
+        "kernel": kernel_state(where),
         "variables": environment_variables(RELEVANT_VARIABLES),
         "system": run.system,
         "torch_runtime": run.torch_runtime,

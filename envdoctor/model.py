@@ -157,6 +157,8 @@ class Environment:
     torch_import: Dict[str, Any] = field(default_factory=dict)
     intent: Optional[Intent] = None  # what the training config asks for (check --config), with where it says so
     rank: Optional[int] = None  # the distributed rank (check --distributed)
+    # where it runs (envdoctor.notebook.where.Where.to_dict): Colab, Kaggle, a notebook, a terminal; menu steps follow it
+    where: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def torch_ok(self) -> bool:
@@ -193,6 +195,7 @@ class Environment:
             torch_import=torch_import,
             intent=Intent.from_dict(environment.get("intent")),
             rank=environment.get("rank"),
+            where=dict(environment.get("where") or {}),
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.configs.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject
 from envdoctor.model import Environment, Finding, Remedy, Severity
+from envdoctor.notebook.menus import gpu_runtime_step
 from envdoctor.versions import release_tuple
 
 from .setups import Setup, other_half
@@ -192,7 +193,7 @@ def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings:
                                           % (gpu, device_setting.where()), "device-cuda",
                                           {"device": "cuda"}, when={"device": "cpu"}))
         elif not accelerators:
-            remedies.append(Remedy("Move the run to a GPU (in Colab: Runtime → Change runtime type → T4 GPU), where %s kernels exist" % half,
+            remedies.append(Remedy("Move the run to a GPU (%s), where %s kernels exist" % (gpu_runtime_step(env.where), half),
                                    kind="manual", id="use-gpu"))
         torch_release = release_tuple(facts.get("torch"))
         if MISSING_KERNEL_RE.search(run.get("error") or "") and torch_release and torch_release[:2] < KERNELS_MEASURED:
