@@ -372,6 +372,35 @@ class Report:
     def exit_code(self) -> int:
         return 1 if any(f.severity is Severity.ERROR for f in self.findings) else 0
 
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    # ---- in a notebook: the report renders itself (envdoctor.report_html), with a text fallback
+
+    def _repr_html_(self) -> str:
+        from envdoctor.report_html import render_html
+
+        return render_html(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
+        from envdoctor.report import render_text
+
+        return {"text/html": self._repr_html_(), "text/plain": render_text(self)}
+
+    def _ipython_display_(self) -> None:
+        """Shown once per cell: `envdoctor.check()` displays its report as it finishes, so the same
+        report returned as the cell's last expression is not shown a second time."""
+        from envdoctor.notebook.display import show_once
+
+        show_once(self, self._repr_mimebundle_)
+
+    def __repr__(self) -> str:
+        from envdoctor.report import summary_line
+
+        return "<envdoctor Report: %s>" % summary_line(self)
+
     def summary(self) -> Dict[str, Any]:
         statuses = {s.value: 0 for s in Status}
         for c in self.checks:

@@ -31,11 +31,13 @@ def render_json(report: Report, ascii_only: bool = False) -> str:
     return json.dumps(report.to_dict(), indent=2, ensure_ascii=ascii_only)
 
 
-def _headline(env: Dict[str, Any]) -> str:
+def headline(env: Dict[str, Any]) -> str:
     torch = "torch %s" % env["torch"] if env.get("torch") else "no importable torch"
-    return "envdoctor %s · %s (Python %s) · %s · %s %s" % (
+    where = _dict(env.get("where"))
+    place = " · %s" % where["label"] if where.get("label") and where.get("platform") != "terminal" else ""
+    return "envdoctor %s · %s (Python %s) · %s · %s %s%s" % (
         env.get("envdoctor"), env.get("executable") or env.get("target_python"), env.get("python"), torch,
-        (env.get("platform") or "").split("-")[0], env.get("machine") or "",
+        (env.get("platform") or "").split("-")[0], env.get("machine") or "", place,
     )
 
 
@@ -86,7 +88,8 @@ class TerminalRenderer:
             highlight=False,
             soft_wrap=True,
             no_color=color is False,
-            force_terminal=color if color else None,
+            force_terminal=color,  # None: as the stream is; False: plain text (a notebook's text fallback)
+            force_jupyter=False,  # inside a kernel the text goes where it is told; notebooks get report_html
         )
         self.verbose = verbose
         self.encoding = getattr(self.console.file, "encoding", None) or "utf-8"
@@ -104,7 +107,7 @@ class TerminalRenderer:
     def render(self, report: Report) -> None:
         from rich.text import Text
 
-        self._out(_headline(report.environment), style="bold")
+        self._out(headline(report.environment), style="bold")
         for config_line in intent_lines(report.environment):
             self._out(config_line, style=None if config_line.startswith(" ") else "bold")
         self._out()
@@ -183,6 +186,15 @@ class TerminalRenderer:
 
 def render_terminal(report: Report, stream: Optional[TextIO] = None, verbose: bool = False) -> None:
     TerminalRenderer(stream, verbose).render(report)
+
+
+def render_text(report: Report, verbose: bool = False) -> str:
+    """The terminal report as plain text (no colours): a notebook's text fallback, a plain console's repr."""
+    import io
+
+    buffer = io.StringIO()
+    TerminalRenderer(buffer, verbose, color=False).render(report)
+    return buffer.getvalue()
 
 
 def _md_cell(text: str) -> str:
@@ -321,7 +333,7 @@ def system_markdown(environment: Dict[str, Any]) -> List[str]:
 def render_markdown(report: Report, verbose: bool = False) -> str:
     env = report.environment
     out: List[str] = ["## envdoctor report", ""]
-    out.append("`%s`" % _headline(env))
+    out.append("`%s`" % headline(env))
     out.append("")
     config = intent_lines(env)
     if config:
