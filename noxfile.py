@@ -40,7 +40,8 @@ def lowest_requirements() -> list[str]:
 def tests(session: nox.Session) -> None:
     """pytest on the real CPU torch (pinned), with envdoctor installed editable."""
     session.install(TORCH, "numpy")
-    session.install("-e", ".", "pytest", "hatchling", TORCH)
+    # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel
+    session.install("-e", ".", "pytest", "hatchling", "nbclient", "nbformat", "ipykernel", TORCH)
     session.run("pytest", *session.posargs)
 
 

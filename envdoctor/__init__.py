@@ -1,12 +1,17 @@
 """envdoctor: finds the dtype, device and build failures of a PyTorch stack
 before the run, by running tiny operations on the real installed stack.
 
+The first cell of a notebook (or any script):
+
     import envdoctor
-    report = envdoctor.check()          # prints the report, returns a Report
-    report.ok, report.findings, report.to_dict()
+    report = envdoctor.check()                   # shows the report (HTML in a notebook), returns it
+    report.ok, report.findings, report.to_json()
+    envdoctor.check(config="train.yaml")         # with what the training config asks for
+    envdoctor.fix(yes=True)                      # apply, verify, journal for `envdoctor undo`
+    envdoctor.explain()                          # the last exception of this notebook, explained
 
 This module stays light and Python 3.8-compatible: the probe worker loads it
-inside the target interpreter.
+inside the target interpreter. The functions import their machinery when called.
 """
 
 from __future__ import annotations
@@ -14,22 +19,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from envdoctor.api import FixResult
+    from envdoctor.explain import Explanation
     from envdoctor.model import Report
 
 __version__ = "0.1.0"
 
 
-def check(show: bool = True, verbose: bool = False, **options: Any) -> Report:
-    """Run `envdoctor check` in this process's interpreter (or `python=...`).
+def check(*args: Any, **kwargs: Any) -> Report:
+    """`envdoctor check` as a call; see envdoctor.api.check. torch is imported only in the worker process."""
+    from envdoctor import api
 
-    Options are those of `envdoctor.engine.CheckRequest`: python, only, skip,
-    devices, timeout_s, plugins. torch is imported only in the worker process.
-    """
-    from envdoctor.engine import CheckRequest, run_check
+    return api.check(*args, **kwargs)
 
-    report = run_check(CheckRequest(**options))
-    if show:
-        from envdoctor.report import render_terminal
 
-        render_terminal(report, verbose=verbose)
-    return report
+def fix(*args: Any, **kwargs: Any) -> FixResult:
+    """`envdoctor fix` as a call (plan; yes=True applies); see envdoctor.api.fix."""
+    from envdoctor import api
+
+    return api.fix(*args, **kwargs)
+
+
+def explain(*args: Any, **kwargs: Any) -> Explanation:
+    """`envdoctor explain` as a call (text, an exception, or the last one raised); see envdoctor.api.explain."""
+    from envdoctor import api
+
+    return api.explain(*args, **kwargs)

@@ -197,7 +197,8 @@ def test_recorded_fixtures_follow_the_path_convention() -> None:
 
 # The project's own places at the top level; a scratch config or a test's output left there
 # (train.yaml, v9.json) is not a source of the project and must not be committed.
-TOP_LEVEL = {".ci", ".gitignore", "README.md", "benchmarks", "checks", "docs", "envdoctor", "noxfile.py", "pyproject.toml", "tests"}
+TOP_LEVEL = {".ci", ".gitignore", "README.md", "benchmarks", "checks", "docs", "envdoctor", "examples", "noxfile.py", "pyproject.toml",
+             "tests"}
 
 
 def test_the_top_level_holds_only_the_projects_own_places() -> None:

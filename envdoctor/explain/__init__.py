@@ -33,6 +33,24 @@ class Explanation:
     def probed_checks(self) -> List[str]:
         return sorted({d.check for d in self.diagnoses} | set(self.matching.supporting))
 
+    def lines(self) -> List[str]:
+        from envdoctor.report import explanation_lines
+
+        return explanation_lines(self.to_dict())
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
+        from envdoctor.report_html import lines_html
+
+        return {"text/html": lines_html(self.lines(), "envdoctor explain"), "text/plain": "\n".join(self.lines())}
+
+    def _ipython_display_(self) -> None:
+        from envdoctor.notebook.display import show_once
+
+        show_once(self, self._repr_mimebundle_)
+
+    def __repr__(self) -> str:
+        return "<envdoctor Explanation: %s>" % (", ".join(d.check for d in self.diagnoses) or "no known cause")
+
     def to_dict(self) -> Dict[str, Any]:
         last = self.matching.errors[-1] if self.matching.errors else None
         probed = None

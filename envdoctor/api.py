@@ -1,0 +1,146 @@
+"""envdoctor as Python calls, for a notebook's first cell and for scripts: `check`, `fix`,
+`explain`, each the CLI's command with the same engine. In a notebook kernel the results
+show themselves as HTML (progress in the cell while probes run); in a console, as text.
+torch is imported only by the probe worker, never in the calling process.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from envdoctor.engine import CheckRequest, PendingCheck
+from envdoctor.explain import Explanation
+from envdoctor.model import Report
+from envdoctor.notebook import display as cell
+
+Paths = Union[None, str, Sequence[str]]
+
+
+def _configs(config: Paths) -> List[str]:
+    if config is None:
+        return []
+    return [str(config)] if isinstance(config, str) or hasattr(config, "__fspath__") else [str(c) for c in config]
+
+
+def _request(python: Optional[str], config: Paths, options: Dict[str, Any]) -> CheckRequest:
+    return CheckRequest(python=python, configs=_configs(config), **options)
+
+
+def _finish(request: CheckRequest, progress: bool) -> Report:
+    pending = PendingCheck(request)  # the worker starts importing torch now
+    if progress and cell.in_kernel():
+        with cell.NotebookProgress() as shown:
+            return pending.finish(shown.on_event)
+    return pending.finish()
+
+
+def check(config: Paths = None, python: Optional[str] = None, show: bool = True, verbose: bool = False,
+          **options: Any) -> Report:
+    """`envdoctor check`: probe the stack (this interpreter, or `python`), with the training
+    configs' intent (`config`); other options as CheckRequest's (only, skip, devices,
+    timeout_s, quick, plugins, default_config)."""
+    report = _finish(_request(python, config, options), show)
+    if show:
+        _present(report, verbose)
+    return report
+
+
+def _present(report: Report, verbose: bool) -> None:
+    if cell.in_kernel():
+        cell.show(report, report._repr_mimebundle_)
+    else:
+        from envdoctor.report import render_terminal
+
+        render_terminal(report, verbose=verbose)
+
+
+@dataclass
+class FixResult:
+    """What `fix` planned and, with yes=True, what it did; `notes` say what the kernel must do now."""
+
+    plan: Dict[str, Any]
+    outcome: Optional[Dict[str, Any]] = None
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Nothing to fix, or everything applied and verified."""
+        if self.outcome is not None:
+            return self.outcome.get("status") == "verified"
+        return not self.plan.get("steps") and not self.plan.get("unresolved")
+
+    def lines(self) -> List[str]:
+        from envdoctor import report as render
+
+        out = render.plan_lines(self.plan)
+        if self.outcome is not None:
+            out += render.outcome_lines(self.outcome)
+        elif self.plan.get("steps"):
+            out.append("Nothing changed. Apply with `envdoctor.fix(yes=True)`; every step is journaled for `envdoctor undo`.")
+        return out + ["", *self.notes] if self.notes else out
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
+        from envdoctor.report_html import lines_html
+
+        return {"text/html": lines_html(self.lines(), "envdoctor fix"), "text/plain": "\n".join(self.lines())}
+
+    def _ipython_display_(self) -> None:
+        cell.show_once(self, self._repr_mimebundle_)
+
+    def __repr__(self) -> str:
+        return "<envdoctor FixResult: %s>" % ((self.outcome or {}).get("status") or "plan only")
+
+
+def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, prefer: Sequence[str] = (),
+        only: Sequence[str] = (), show: bool = True, **options: Any) -> FixResult:
+    """`envdoctor fix`: plan the remedies for check's findings; with yes=True apply them, verify them
+    and journal them for `envdoctor undo`. Environment variables are set in this process too."""
+    from envdoctor.fix.apply import apply_plan
+    from envdoctor.fix.journal import Journal, state_dir
+    from envdoctor.fix.plan import make_plan
+    from envdoctor.notebook.restart import kernel_state
+    from envdoctor.notebook.where import here
+
+    request = _request(python, config, dict(options, only=list(only)))
+    report = _finish(request, show)
+    plan = make_plan(report, prefer=list(prefer), only=request.only)
+    outcome = apply_plan(plan, request, Journal(state_dir())) if yes and plan.applicable else None
+    result = FixResult(plan.to_dict(), outcome.to_dict() if outcome else None)
+    if outcome is not None:
+        result.notes = list(kernel_state(here().to_dict()).get("notes") or ())
+    if show:
+        if cell.in_kernel():
+            cell.show(result, result._repr_mimebundle_)
+        else:
+            print("\n".join(result.lines()))
+    return result
+
+
+def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bool = True, python: Optional[str] = None,
+            show: bool = True) -> Explanation:
+    """`envdoctor explain`: a traceback or log text, an exception, or (nothing) the last exception
+    this interpreter printed (a notebook's last failed cell)."""
+    from envdoctor.explain import explain as explain_excerpt
+    from envdoctor.explain.reader import read_text
+
+    text = _traceback_text(text_or_exception)
+    explanation = explain_excerpt(read_text(text), probe=probe, python=python)
+    if show:
+        if cell.in_kernel():
+            cell.show(explanation, explanation._repr_mimebundle_)
+        else:
+            print("\n".join(explanation.lines()))
+    return explanation
+
+
+def _traceback_text(value: Union[str, BaseException, None]) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
+        if value is None:
+            raise ValueError("no exception to explain: nothing has failed in this interpreter yet; pass the text or the exception")
+    return "".join(traceback.format_exception(type(value), value, value.__traceback__))
