@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from envdoctor.engine import CheckRequest, PendingCheck
 from envdoctor.explain import Explanation
@@ -30,11 +30,17 @@ def _request(python: Optional[str], config: Paths, options: Dict[str, Any]) -> C
 
 
 def _finish(request: CheckRequest, progress: bool) -> Report:
-    pending = PendingCheck(request)  # the worker starts importing torch now
-    if progress and cell.in_kernel():
-        with cell.NotebookProgress() as shown:
-            return pending.finish(shown.on_event)
-    return pending.finish()
+    from envdoctor.progress import finish
+
+    return finish(PendingCheck(request), progress)  # the worker starts importing torch at PendingCheck
+
+
+def _present(result: Any, text: Callable[[], None]) -> None:
+    """In a kernel the result shows itself in the cell (once); elsewhere `text` prints it."""
+    if cell.in_kernel():
+        cell.show(result, result._repr_mimebundle_)
+    else:
+        text()
 
 
 def check(config: Paths = None, python: Optional[str] = None, show: bool = True, verbose: bool = False,
@@ -42,19 +48,12 @@ def check(config: Paths = None, python: Optional[str] = None, show: bool = True,
     """`envdoctor check`: probe the stack (this interpreter, or `python`), with the training
     configs' intent (`config`); other options as CheckRequest's (only, skip, devices,
     timeout_s, quick, plugins, default_config)."""
+    from envdoctor.report import render_terminal
+
     report = _finish(_request(python, config, options), show)
     if show:
-        _present(report, verbose)
+        _present(report, lambda: render_terminal(report, verbose=verbose))
     return report
-
-
-def _present(report: Report, verbose: bool) -> None:
-    if cell.in_kernel():
-        cell.show(report, report._repr_mimebundle_)
-    else:
-        from envdoctor.report import render_terminal
-
-        render_terminal(report, verbose=verbose)
 
 
 @dataclass
@@ -112,10 +111,7 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
     if outcome is not None:
         result.notes = list(kernel_state(here().to_dict()).get("notes") or ())
     if show:
-        if cell.in_kernel():
-            cell.show(result, result._repr_mimebundle_)
-        else:
-            print("\n".join(result.lines()))
+        _present(result, lambda: print("\n".join(result.lines())))
     return result
 
 
@@ -129,10 +125,7 @@ def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bo
     text = _traceback_text(text_or_exception)
     explanation = explain_excerpt(read_text(text), probe=probe, python=python)
     if show:
-        if cell.in_kernel():
-            cell.show(explanation, explanation._repr_mimebundle_)
-        else:
-            print("\n".join(explanation.lines()))
+        _present(explanation, lambda: print("\n".join(explanation.lines())))
     return explanation
 
 

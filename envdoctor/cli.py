@@ -70,6 +70,7 @@ def check(
     Exit code 0: no errors; 1: at least one error finding; 2: bad input.
     """
     from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.progress import finish
     from envdoctor.runner import BadInterpreter
 
     if as_json and markdown:
@@ -91,7 +92,7 @@ def check(
     )
     try:
         pending = PendingCheck(request)  # the worker starts importing torch now
-        report = _finish(pending, show_progress=not (as_json or markdown))
+        report = finish(pending, show=not (as_json or markdown))
     except (UsageError, BadInterpreter) as exc:
         raise CliError(str(exc)) from None
     from envdoctor import report as render
@@ -124,13 +125,14 @@ def fix(
     (everything it did rolled back); 2: bad input.
     """
     from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.progress import finish
     from envdoctor.runner import BadInterpreter
 
     if config and no_config:
         raise CliError("--config and --no-config cannot be combined")
     request = CheckRequest(python=python, only=_split(only), timeout_s=timeout, configs=list(config or ()), default_config=not no_config)
     try:
-        report = _finish(PendingCheck(request), show_progress=not as_json)
+        report = finish(PendingCheck(request), show=not as_json)
     except (UsageError, BadInterpreter) as exc:
         raise CliError(str(exc)) from None
     from envdoctor import report as render
@@ -335,15 +337,6 @@ def run_summary(run: Any) -> Dict[str, Any]:
 
 def _stdout_is_utf8() -> bool:
     return (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") == "utf8"
-
-
-def _finish(pending, show_progress: bool):  # type: ignore[no-untyped-def]
-    if not (show_progress and sys.stderr.isatty()):
-        return pending.finish()
-    from envdoctor.progress import ProbeProgress
-
-    with ProbeProgress() as progress:
-        return pending.finish(progress.on_event)
 
 
 def _list(plugins: bool) -> int:

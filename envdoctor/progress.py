@@ -1,9 +1,11 @@
-"""A live progress line on stderr while probes run (terminals only)."""
+"""A live progress line while probes run: on stderr in a terminal, in the cell in a notebook
+(envdoctor.notebook.display.NotebookProgress); nothing when output goes to a file or a pipe."""
 
 from __future__ import annotations
 
+import sys
 from types import TracebackType
-from typing import Optional, Type
+from typing import Any, Optional, Type
 
 
 class ProbeProgress:
@@ -34,3 +36,16 @@ class ProbeProgress:
         elif event == "finish":
             self._done += 1
             self._progress.update(self._task, description="%d checks done" % self._done)
+
+
+def finish(pending: Any, show: bool) -> Any:
+    """pending.finish() (an engine.PendingCheck) with the progress display that suits where it runs."""
+    from envdoctor.notebook.display import NotebookProgress, in_kernel
+
+    if show and in_kernel():
+        with NotebookProgress() as shown:
+            return pending.finish(shown.on_event)
+    if show and sys.stderr.isatty():
+        with ProbeProgress() as progress:
+            return pending.finish(progress.on_event)
+    return pending.finish()
