@@ -20,7 +20,7 @@ nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 EXAMPLE = ROOT / "examples" / "colab_first_cell.ipynb"
-PLATFORMS = ROOT / "tests" / "fixtures" / "platforms"
+PLATFORMS = ROOT / "tests" / "data" / "platforms"
 SEED_004 = "task: dreambooth\nbase_model: stabilityai/stable-diffusion-xl-base-1.0\nproject_name: p\nbackend: local\nparams:\n  mixed_precision: fp16\n"
 
 

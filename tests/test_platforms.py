@@ -1,4 +1,4 @@
-"""Where envdoctor runs, read from each platform's recorded facts (tests/fixtures/platforms/: the
+"""Where envdoctor runs, read from each platform's recorded facts (tests/data/platforms/: the
 environment variables, modules and paths of real Colab, Kaggle, VS Code and Jupyter sessions as
 posted publicly, with their sources), and the menu steps that follow from it. Recorded facts,
 not this machine: none of these platforms can be run here."""
@@ -16,7 +16,7 @@ from envdoctor.notebook.menus import bf16_gpu_step, gpu_runtime_step, restart_st
 from envdoctor.notebook.restart import Stale, loaded_versions, stale
 from envdoctor.notebook.where import Where, detect
 
-PLATFORMS = Path(__file__).parent / "fixtures" / "platforms"
+PLATFORMS = Path(__file__).parent / "data" / "platforms"
 
 
 def recorded(name: str) -> Dict[str, Any]:

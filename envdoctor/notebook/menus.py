@@ -1,7 +1,7 @@
 """Each platform's own menu steps for what a remedy asks: a GPU runtime, a bf16-capable GPU, a
 restart of the kernel. A Colab user changes the runtime from a menu, not with a command.
 
-Sources (recorded in tests/fixtures/platforms/ with the addresses):
+Sources (recorded in tests/data/platforms/ with the addresses):
 - Colab: "Runtime → Change runtime type" with the accelerators "CPU", "T4 GPU", "L4 GPU", "A100 GPU",
   "v5e-1 TPU" (googlecolab/colabtools notebooks/Gemini_and_Stable_Diffusion.ipynb; colabtools issues
   #5342 and #5719); "Runtime → Restart session" (the menu's wording in 2025-26 notebooks; older releases

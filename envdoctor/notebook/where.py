@@ -1,7 +1,7 @@
 """Where envdoctor runs: Colab (and its runtime), Kaggle (and its accelerator), a VS Code or a
 Jupyter notebook, or a terminal. Read from what the platform sets (environment variables,
 modules already imported, its folders) and the GPUs the report found; nothing is imported.
-`detect` is pure, so each platform is tested on its recorded facts (tests/fixtures/platforms/).
+`detect` is pure, so each platform is tested on its recorded facts (tests/data/platforms/).
 Python 3.8+, stdlib only: checks' rules read `Where` through the Environment in the worker too.
 """
 
