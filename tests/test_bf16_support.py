@@ -73,7 +73,7 @@ def test_t4_is_emulated_bf16_a_warning_naming_the_gpu() -> None:
     assert "transformers `fp16=True`" in remedies["precision-fp16"].summary
     assert "mixed_precision: fp16" in remedies["precision-fp16"].summary
     assert remedies["precision-fp32"].action["set"] == {"precision": "fp32"}
-    assert "Runtime → Change runtime type → A100 or L4" in remedies["use-ampere-gpu"].summary
+    assert "in Colab: Runtime → Change runtime type → L4 GPU or A100 GPU" in remedies["use-ampere-gpu"].summary
     assert CHECK.summarize(facts) == "cuda:0 (7.5) bf16 emulated"
 
 

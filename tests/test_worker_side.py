@@ -14,9 +14,11 @@ from conftest import ROOT, check_of, find_python, run_envdoctor
 
 WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "cuda_tables", "versions", "sysinfo",
                        "probekit/__init__", "probekit/steps", "probekit/ops", "probekit/text", "probekit/gpus",
-                       "probekit/distributions", "probekit/imports", "configs/__init__", "configs/intent"]
+                       "probekit/distributions", "probekit/imports", "configs/__init__", "configs/intent",
+                       "notebook/__init__", "notebook/where", "notebook/menus"]
 WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").rglob("*.py"))
-ALLOWED_ENVDOCTOR = {"envdoctor", "envdoctor.probekit", "envdoctor.configs"} | {"envdoctor." + m.replace("/", ".") for m in WORKER_SIDE_PACKAGE}
+ALLOWED_ENVDOCTOR = {"envdoctor", "envdoctor.probekit", "envdoctor.configs", "envdoctor.notebook"} | {
+    "envdoctor." + m.replace("/", ".") for m in WORKER_SIDE_PACKAGE}
 PYTHON38 = find_python("3.8")
 
 
