@@ -26,9 +26,11 @@ from .rules import ID, UPCAST, diagnose, summarize
 # musubi-tuner's LoRA networks (networks/lora*.py, utils/lora_utils.py), LyCORIS.
 _DORA_FRAMES = (r"peft/tuners/lora/", r"modules/module/LoRAModule\.py", r"(^|/)networks/lora\w*\.py", r"lora_utils\.py",
                 r"(^|/)lycoris/")
-# A log that names DoRA near the error (OneTrainer's "Decomposed Weights (DoRA)", peft's use_dora): plain LoRA
-# words are not enough, a LoRA node can sit beside fp8 math that fails on its own (fp8's then).
-_ADAPTER_WORDS = (r"\b(DoRA|dora|use_dora|lora_decompose|weight_decompose|Decomposed)\b",)
+# A log that names DoRA near the error (OneTrainer's "Decomposed Weights (DoRA)", peft's use_dora) or an adapter
+# module's file: plain LoRA words are not enough, a LoRA node can sit beside fp8 math that fails on its own (fp8's then).
+_ADAPTER_WORDS = (r"\b(DoRA|dora|use_dora|lora_decompose|weight_decompose|Decomposed)\b",
+                  # an adapter module's file named near the error, as a frame the log lost or a poster's own words
+                  r"(lora_utils|LoRAModule|networks[/\\]lora\w*)\.py|peft[/\\]tuners[/\\]lora")
 _FLOAT8 = r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|not implemented for 'Float8_\w+"
 _CAUSE = ("the adapter's math met the float8 base weight without upcasting it first: DoRA adds W + s·(B@A) and takes "
           "its norm on the base weight (OneTrainer before commit 2925dc8f, seed 003; peft's get_weight_norm), and torch "
