@@ -126,18 +126,25 @@ def summarize(facts: Dict[str, Any]) -> str:
 # Messages as envdoctor.explain.spelling writes them (Half, Float, BFloat16 for every spelling);
 # the CPU and CUDA wordings of each mix are in ../docs/facts.md and the probe's own facts.
 _FLOATS = r"(Float|Half|BFloat16)"
+# Two different float dtypes: `torch.cuda.FloatTensor` against `torch.FloatTensor` reads "Float" twice once
+# spelled one way, and is a cuda/cpu device mix, not a dtype one.
+_TWO = r"\(?(?P<a>Float|Half|BFloat16)\)?%s\(?(?!(?P=a)\b)(Float|Half|BFloat16)\)?"
 SIGNATURES = (
     Signature("mixes-rejected", r"expected scalar type %s but found %s" % (_FLOATS, _FLOATS),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
                     "input in another)", remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
-    Signature("mixes-rejected", r"Input type \(%s\) and (weight|bias) type \(%s\) should be the same" % (_FLOATS, _FLOATS),
+    Signature("mixes-rejected", r"Input type %s should be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
               cause="a normalisation's input and weight have different dtypes on the CPU", remedies=REMEDIES),
     Signature("mixes-rejected", r"Expected query, key,? and value to have the same dtype",
               cause="attention's query, key and value come in different dtypes", remedies=REMEDIES),
+    Signature("mixes-rejected", r"Expected tensor for argument #\d+ '\w+' to have the same type as tensor for argument #\d+ '\w+'; "
+                                r"but type %s" % (_TWO % " does not equal "),
+              cause="a layer's gradient and weight have different dtypes (a conv backward under half precision with fp32 "
+                    "weights)", remedies=REMEDIES),
     Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),
               cause="a loss's prediction and target have different float dtypes (backward under fp16/bf16)", remedies=REMEDIES),
 )

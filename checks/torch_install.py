@@ -240,7 +240,8 @@ SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
-              r"(libtorch\w*\.so|libc10\w*\.so|libcudnn\w*\.so|libcublas\w*\.so)[^\n]*(cannot open shared object file|undefined symbol)",
+              r"lib(torch\w*|c10\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
+              r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",

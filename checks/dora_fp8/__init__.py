@@ -22,10 +22,9 @@ from envdoctor.model import Check, Remedy, Signature
 from .probe import probe
 from .rules import ID, UPCAST, diagnose, summarize
 
-# An adapter implementation's frames: peft's LoRA tuner, OneTrainer's LoRA module, kohya's and
-# musubi-tuner's LoRA networks (networks/lora*.py, utils/lora_utils.py), LyCORIS.
-_DORA_FRAMES = (r"peft/tuners/lora/", r"modules/module/LoRAModule\.py", r"(^|/)networks/lora\w*\.py", r"lora_utils\.py",
-                r"(^|/)lycoris/")
+# An adapter implementation's frames: peft's LoRA tuner, any module file named for LoRA (OneTrainer's
+# LoRAModule.py, kohya's networks/lora*.py, musubi-tuner's lora_utils.py, LightX2V's lora_adapter.py), LyCORIS.
+_DORA_FRAMES = (r"peft/tuners/lora/", r"(?i)(^|/)[^/]*lora[^/]*\.py$", r"(^|/)lycoris/")
 # A log that names DoRA near the error (OneTrainer's "Decomposed Weights (DoRA)", peft's use_dora) or an adapter
 # module's file: plain LoRA words are not enough, a LoRA node can sit beside fp8 math that fails on its own (fp8's then).
 _ADAPTER_WORDS = (r"\b(DoRA|dora|use_dora|lora_decompose|weight_decompose|Decomposed)\b",
