@@ -104,6 +104,24 @@ def test_explain_with_no_argument_explains_the_cell_that_failed(tmp_path: Path) 
     assert outputs(nb.cells[3], "stream") == ["['cpu-half-kernels']\n"]
 
 
+def test_environment_remedies_take_effect_in_the_kernel_and_undo_puts_them_back(tmp_path: Path) -> None:
+    """The env kind inside a real kernel: the variables change in the kernel's own os.environ (the process
+    that trains), beside the file a terminal would source; undo restores both."""
+    nb = nbformat.v4.new_notebook()
+    code(nb, "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\nos.environ.pop('ACCELERATE_MIXED_PRECISION', None)\n"
+             "from pathlib import Path\nfrom envdoctor.fix import env_step\nfrom envdoctor.fix.journal import Journal\n"
+             "action = env_step.prepare({'unset_env': ['CUDA_VISIBLE_DEVICES'], 'set_env': {'ACCELERATE_MIXED_PRECISION': 'no'}},"
+             " Path(%r))\nstep = Journal(Path(%r)).begin({'python': 'python'}).add_step(1, 'env', action.to_dict())\n"
+             "action.apply(step)\naction.confirm()\n"
+             "print(os.environ.get('CUDA_VISIBLE_DEVICES'), os.environ.get('ACCELERATE_MIXED_PRECISION'))"
+             % (str(tmp_path / "env.sh"), str(tmp_path / "state")))
+    code(nb, "env_step.undo(step)\nprint(repr(os.environ.get('CUDA_VISIBLE_DEVICES')), os.environ.get('ACCELERATE_MIXED_PRECISION'), "
+             "Path(%r).exists())" % str(tmp_path / "env.sh"))
+    execute(nb, cwd=tmp_path)
+    assert outputs(nb.cells[0], "stream") == ["None no\n"]
+    assert outputs(nb.cells[1], "stream") == ["'' None False\n"]
+
+
 def _platform(name: str) -> Dict[str, str]:
     data = json.loads((PLATFORMS / ("%s.json" % name)).read_text(encoding="utf-8"))
     return {k: v for k, v in data["environ"].items() if isinstance(v, str)}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
@@ -121,7 +120,9 @@ def undo(step: JournalStep) -> None:
 
 def in_notebook() -> bool:
     """Inside a Jupyter/Colab kernel, the process that trains is this one."""
-    return "ipykernel" in sys.modules
+    from envdoctor.notebook.display import in_kernel
+
+    return in_kernel()
 
 
 def set_variables(variables: Mapping[str, Optional[str]]) -> None:
