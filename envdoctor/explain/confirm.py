@@ -80,8 +80,8 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     own = next((r for r in results if r.id == diagnosis.check), None)
     torch = environment.get("torch") or "no torch"
     if own is None or own.status in (Status.SKIPPED, Status.CRASHED, Status.TIMEOUT):
-        status = own.status.value if own else "not run"
-        return Verdict(None, "could not be probed here (%s%s)" % (status, ": " + own.summary if own and own.summary else ""))
+        why = (own.summary or own.status.value) if own else "not run"
+        return Verdict(None, "could not be probed here (%s)" % why)
     live = _live_remedies(own, diagnosis.code)
     pattern = re.compile(diagnosis.signature.message)
     failing: List[Tuple[int, int, Dict[str, Any]]] = []
