@@ -5,7 +5,7 @@ implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.commands import config_remedy, pip_remedy
 from envdoctor.configs.intent import Setting, config_evidence, config_subject
@@ -101,6 +101,15 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
+# The words of the remedies the live findings and `explain` share.
+FP32_ON_CPU = ("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
+               "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`")
+
+
+def _use_gpu(where: Optional[Dict[str, Any]], label: str) -> Remedy:
+    return Remedy("Move the run to a GPU (%s), where %s kernels exist" % (gpu_runtime_step(where), label), kind="manual", id="use-gpu")
+
+
 def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environment,
               asked: Sequence[Setting] = ()) -> Tuple[Remedy, ...]:
     label = short_dtype(dtype)
@@ -109,16 +118,8 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environmen
     # half weights on the CPU run the same missing kernels: they go to fp32 with the precision
     names = ["precision"] + (["weight_dtype"] if any(s.name == "weight_dtype" for s in asked) else [])
     return (
-        config_remedy(
-            "Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
-            "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`",
-            "precision-fp32", {n: "fp32" for n in names}, when=dict({n: label for n in names}, device="cpu"),
-        ),
-        Remedy(
-            "Move the run to a GPU (%s), where %s kernels exist" % (gpu_runtime_step(env.where), label),
-            kind="manual",
-            id="use-gpu",
-        ),
+        config_remedy(FP32_ON_CPU, "precision-fp32", {n: "fp32" for n in names}, when=dict({n: label for n in names}, device="cpu")),
+        _use_gpu(env.where, label),
         pip_remedy(
             "Upgrade torch: torch %s lacks CPU %s kernels for %s; measured, torch 2.13 runs all of them on the CPU"
             % (facts.get("torch", "?"), label, ", ".join(ops)),
@@ -211,9 +212,8 @@ def summarize(facts: Dict[str, Any]) -> str:
 
 # What `explain` can say from a traceback alone; the live findings add the exact commands.
 EXPLAIN_REMEDIES = (
-    Remedy("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
-           "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`", id="precision-fp32"),
-    Remedy("Move the run to a GPU (%s), where half kernels exist" % gpu_runtime_step(None), id="use-gpu"),
+    Remedy(FP32_ON_CPU, id="precision-fp32"),
+    _use_gpu(None, "half"),
     Remedy("Upgrade torch to 2.1 or newer: measured, torch 2.13 runs layer_norm, addmm, conv2d, bmm, group_norm and softmax "
            "in fp16 on the CPU (torch 2.0.1 runs none of them)", id="torch-upgrade"),
 )

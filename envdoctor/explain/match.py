@@ -100,9 +100,9 @@ def _any(patterns: Sequence[str], texts: Sequence[str]) -> bool:
     return any(_compiled(p).search(t) for p in patterns for t in texts)
 
 
-def _first_match(patterns: Sequence[str], text: str) -> str:
-    """The line of `text` where one of the patterns matches first ("" for none)."""
-    for line in text.split("\n"):
+def _first_match(patterns: Sequence[str], lines: Sequence[str]) -> str:
+    """The first of the lines where one of the patterns matches ("" for none)."""
+    for line in lines:
         if _any(patterns, [line]):
             return line.strip()
     return ""
@@ -122,21 +122,21 @@ def _within(marks: Sequence[int], number: int) -> bool:
 
 
 class _Surroundings:
-    """The text a signature's context is looked for in: the log's context lines and the lines
-    around one error (its own rank's), built only when a signature asks."""
+    """The lines a signature's context is looked for in: the log's context lines and the lines
+    around one error (its own rank's), gathered only when a signature asks."""
 
     def __init__(self, excerpt: LogExcerpt) -> None:
         self.lines = excerpt.lines
         self.numbers = [ln.number for ln in excerpt.lines]  # the reader keeps them in order
-        self.context = "\n".join(ln.text for ln in excerpt.context)
-        self.cache: Dict[int, str] = {}
+        self.context = [ln.text for ln in excerpt.context]
+        self.cache: Dict[int, List[str]] = {}
 
-    def of(self, error: RaisedError) -> str:
+    def of(self, error: RaisedError) -> List[str]:
         if error.line not in self.cache:
             lo = bisect.bisect_left(self.numbers, error.line - CONTEXT_BEFORE)
             hi = bisect.bisect_right(self.numbers, error.line + CONTEXT_AFTER)
             near = [ln.text for ln in self.lines[lo:hi] if ln.stream in ("", error.stream)]
-            self.cache[error.line] = "\n".join([self.context] + near)
+            self.cache[error.line] = self.context + near
         return self.cache[error.line]
 
 
