@@ -61,7 +61,7 @@ def minimums(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
-    # ipython: envdoctor.notebook.display types its IPython.display calls
+    # ipython: envdoctor.render.notebook types its IPython.display calls
     session.install("ruff", "mypy", "typer", "rich", "packaging", "platformdirs", "nox", "pytest", "ipython")
     session.run("ruff", "check", ".")
     session.run("mypy")

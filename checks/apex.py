@@ -29,15 +29,15 @@ import sys
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import pip_command, pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
-from envdoctor.probekit import distributions
-from envdoctor.probekit.gpus import cuda_devices, identity
-from envdoctor.probekit.imports import record_import
-from envdoctor.probekit.ops import randn, run_op, seeded_generator
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import error_text, exception_text, short_dtype
-from envdoctor.versions import release_tuple
+from envdoctor.target.commandline import pip_command, pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.probekit import distributions
+from envdoctor.target.probekit.gpus import cuda_devices, identity
+from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import error_text, exception_text, short_dtype
+from envdoctor.target.versions import release_tuple
 
 ID = "apex"
 

@@ -20,13 +20,13 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import config_remedy, pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
-from envdoctor.notebook.menus import bf16_gpu_step
-from envdoctor.probekit.gpus import capability_tuple, device_index, identity
-from envdoctor.probekit.ops import randn, run_op, seeded_generator
-from envdoctor.probekit.steps import step
-from envdoctor.probekit.text import dedupe, error_text
+from envdoctor.target.commandline import config_remedy, pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.platform.menus import bf16_gpu_step
+from envdoctor.target.probekit.gpus import capability_tuple, device_index, identity
+from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import dedupe, error_text
 
 ID = "bf16-support"
 NATIVE_CC = (8, 0)  # docs/facts.md §2: "BF16 requires compute capability 8.0 or higher"

@@ -7,13 +7,13 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import config_remedy, pip_remedy
-from envdoctor.configs.intent import Setting, config_evidence, config_subject
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
-from envdoctor.notebook.menus import gpu_runtime_step
-from envdoctor.probekit.ops import randn, run_op, seeded_generator
-from envdoctor.probekit.steps import step
-from envdoctor.probekit.text import dtype_name, error_text, short_dtype
+from envdoctor.target.commandline import config_remedy, pip_remedy
+from envdoctor.target.intent import Setting, config_evidence, config_subject
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import dtype_name, error_text, short_dtype
 
 ID = "cpu-half-kernels"
 DTYPES = ("float16", "bfloat16")

@@ -17,13 +17,13 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import config_remedy, env_remedy, pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
-from envdoctor.probekit.distributions import requires
-from envdoctor.probekit.gpus import capability_tuple, cuda_devices, device_index, identity, visible_devices_value
-from envdoctor.probekit.ops import attempt, randn, run_op, seeded_generator
-from envdoctor.probekit.steps import step
-from envdoctor.probekit.text import dedupe, error_text, short_dtype
+from envdoctor.target.commandline import config_remedy, env_remedy, pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.probekit.distributions import requires
+from envdoctor.target.probekit.gpus import capability_tuple, cuda_devices, device_index, identity, visible_devices_value
+from envdoctor.target.probekit.ops import attempt, randn, run_op, seeded_generator
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import dedupe, error_text, short_dtype
 
 ID = "cublas"
 

@@ -3,7 +3,7 @@ kernels for every GPU? Reads the driver without torch (nvidia-smi, /proc, libcud
 through ctypes), so it also says which wheel to install when torch is missing or a
 CPU-only build sits on a GPU machine.
 
-Data (minimum drivers, arch lists, wheels) come from envdoctor/cuda_tables.py,
+Data (minimum drivers, arch lists, wheels) come from envdoctor/target/cuda_tables.py,
 built from docs/facts.md §1–§3; the error texts in SIGNATURES from §6.
 """
 
@@ -17,14 +17,14 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor import cuda_tables as ct
-from envdoctor.commands import env_remedy, pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
-from envdoctor.probekit.distributions import installed_version
-from envdoctor.probekit.gpus import identity
-from envdoctor.probekit.ops import attempt
-from envdoctor.probekit.steps import step
-from envdoctor.probekit.text import error_text, exception_text, warning_texts
+from envdoctor.target import cuda_tables as ct
+from envdoctor.target.commandline import env_remedy, pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.probekit.distributions import installed_version
+from envdoctor.target.probekit.gpus import identity
+from envdoctor.target.probekit.ops import attempt
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import error_text, exception_text, warning_texts
 
 ID = "cuda-compat"
 SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total")

@@ -29,13 +29,13 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor import cuda_tables as ct
-from envdoctor.commands import config_remedy, env_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
-from envdoctor.probekit.gpus import cuda_devices, device_index, identity, visible_devices_value
-from envdoctor.probekit.ops import attempt
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import dedupe, error_text, exception_text
+from envdoctor.target import cuda_tables as ct
+from envdoctor.target.commandline import config_remedy, env_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, visible_devices_value
+from envdoctor.target.probekit.ops import attempt
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import dedupe, error_text, exception_text
 
 ID = "device-memory"
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from envdoctor.commands import config_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
-from envdoctor.probekit.ops import randn, run_op, seeded_generator
-from envdoctor.probekit.text import short_dtype
+from envdoctor.target.commandline import config_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.target.probekit.text import short_dtype
 
 ID = "dtype-mismatch"
 FLOATS = ("float32", "float16", "bfloat16")

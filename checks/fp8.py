@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.commands import pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
-from envdoctor.probekit.gpus import capability_tuple, identity
-from envdoctor.probekit.ops import randn, run_op, seeded_generator
-from envdoctor.probekit.text import error_text
+from envdoctor.target.commandline import pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.probekit.gpus import capability_tuple, identity
+from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
+from envdoctor.target.probekit.text import error_text
 
 ID = "fp8"
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")

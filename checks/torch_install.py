@@ -6,13 +6,13 @@ from __future__ import annotations
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.commands import config_remedy, pip_remedy
-from envdoctor.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
-from envdoctor.notebook.menus import gpu_runtime_step
-from envdoctor.probekit.distributions import installed_version
-from envdoctor.probekit.gpus import identity
-from envdoctor.probekit.steps import step
-from envdoctor.probekit.text import exception_text
+from envdoctor.target.commandline import config_remedy, pip_remedy
+from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.probekit.distributions import installed_version
+from envdoctor.target.probekit.gpus import identity
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import exception_text
 
 ID = "torch-install"
 

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from envdoctor.api import FixResult
     from envdoctor.explain import Explanation
-    from envdoctor.model import Report
+    from envdoctor.target.model import Report
 
-__version__ = "0.1.0"
+from envdoctor.target.version import __version__ as __version__
 
 
 def check(*args: Any, **kwargs: Any) -> Report:

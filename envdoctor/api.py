@@ -13,8 +13,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from envdoctor.engine import CheckRequest, PendingCheck
 from envdoctor.explain import Explanation
-from envdoctor.model import Report
-from envdoctor.notebook import display as cell
+from envdoctor.render import notebook as cell
+from envdoctor.render.html import lines_html
+from envdoctor.render.lines import explanation_lines
+from envdoctor.target.model import Report
+from envdoctor.target.platform.where import in_kernel
 
 Paths = Union[None, str, Sequence[str]]
 
@@ -30,14 +33,14 @@ def _request(python: Optional[str], config: Paths, options: Dict[str, Any]) -> C
 
 
 def _finish(request: CheckRequest, progress: bool) -> Report:
-    from envdoctor.progress import finish
+    from envdoctor.render.progress import finish
 
     return finish(PendingCheck(request), progress)  # the worker starts importing torch at PendingCheck
 
 
 def _present(result: Any, text: Callable[[], None]) -> None:
     """In a kernel the result shows itself in the cell (once); elsewhere `text` prints it."""
-    if cell.in_kernel():
+    if in_kernel():
         cell.show(result, result._repr_mimebundle_)
     else:
         text()
@@ -48,7 +51,7 @@ def check(config: Paths = None, python: Optional[str] = None, show: bool = True,
     """`envdoctor check`: probe the stack (this interpreter, or `python`), with the training
     configs' intent (`config`); other options as CheckRequest's (only, skip, devices,
     timeout_s, quick, plugins, default_config)."""
-    from envdoctor.report import render_terminal
+    from envdoctor.render.terminal import render_terminal
 
     report = _finish(_request(python, config, options), show)
     if show:
@@ -72,25 +75,25 @@ class FixResult:
         return not self.plan.get("steps") and not self.plan.get("unresolved")
 
     def lines(self) -> List[str]:
-        from envdoctor import report as render
+        from envdoctor.render.lines import outcome_lines, plan_lines
 
-        out = render.plan_lines(self.plan)
+        out = plan_lines(self.plan)
         if self.outcome is not None:
-            out += render.outcome_lines(self.outcome)
+            out += outcome_lines(self.outcome)
         elif self.plan.get("steps"):
             out.append("Nothing changed. Apply with `envdoctor.fix(yes=True)`; every step is journaled for `envdoctor undo`.")
         return out + ["", *self.notes] if self.notes else out
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
-        from envdoctor.report_html import lines_html
-
-        return {"text/html": lines_html(self.lines(), "envdoctor fix"), "text/plain": "\n".join(self.lines())}
-
-    def _ipython_display_(self) -> None:
-        cell.show_once(self, self._repr_mimebundle_)
-
     def __repr__(self) -> str:
         return "<envdoctor FixResult: %s>" % ((self.outcome or {}).get("status") or "plan only")
+
+
+def _lines_bundle(lines: List[str], title: str) -> Dict[str, str]:
+    return {"text/html": lines_html(lines, title), "text/plain": "\n".join(lines)}
+
+
+cell.displayable(FixResult, lambda result: _lines_bundle(result.lines(), "envdoctor fix"))
+cell.displayable(Explanation, lambda explanation: _lines_bundle(explanation_lines(explanation.to_dict()), "envdoctor explain"))
 
 
 def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, prefer: Sequence[str] = (),
@@ -100,8 +103,8 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
     from envdoctor.fix.apply import apply_plan
     from envdoctor.fix.journal import Journal, state_dir
     from envdoctor.fix.plan import make_plan
-    from envdoctor.notebook.restart import kernel_state
-    from envdoctor.notebook.where import here
+    from envdoctor.target.platform.kernel import kernel_state
+    from envdoctor.target.platform.where import here
 
     request = _request(python, config, dict(options, only=list(only)))
     report = _finish(request, show)
@@ -125,7 +128,7 @@ def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bo
     text = _traceback_text(text_or_exception)
     explanation = explain_excerpt(read_text(text), probe=probe, python=python)
     if show:
-        _present(explanation, lambda: print("\n".join(explanation.lines())))
+        _present(explanation, lambda: print("\n".join(explanation_lines(explanation.to_dict()))))
     return explanation
 
 

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import typer
 
-from envdoctor import __version__
+from envdoctor.target.version import __version__
 
 app = typer.Typer(
     name="envdoctor",
@@ -70,7 +70,7 @@ def check(
     Exit code 0: no errors; 1: at least one error finding; 2: bad input.
     """
     from envdoctor.engine import CheckRequest, PendingCheck, UsageError
-    from envdoctor.progress import finish
+    from envdoctor.render.progress import finish
     from envdoctor.runner import BadInterpreter
 
     if as_json and markdown:
@@ -95,14 +95,16 @@ def check(
         report = finish(pending, show=not (as_json or markdown))
     except (UsageError, BadInterpreter) as exc:
         raise CliError(str(exc)) from None
-    from envdoctor import report as render
+    from envdoctor.render.as_json import render_json
+    from envdoctor.render.markdown import render_markdown
+    from envdoctor.render.terminal import render_terminal
 
     if as_json:
-        print(render.render_json(report, ascii_only=not _stdout_is_utf8()))
+        print(render_json(report, ascii_only=not _stdout_is_utf8()))
     elif markdown:
-        print(render.render_markdown(report, verbose=verbose), end="")
+        print(render_markdown(report, verbose=verbose), end="")
     else:
-        render.render_terminal(report, verbose=verbose)
+        render_terminal(report, verbose=verbose)
     return report.exit_code
 
 
@@ -125,7 +127,7 @@ def fix(
     (everything it did rolled back); 2: bad input.
     """
     from envdoctor.engine import CheckRequest, PendingCheck, UsageError
-    from envdoctor.progress import finish
+    from envdoctor.render.progress import finish
     from envdoctor.runner import BadInterpreter
 
     if config and no_config:
@@ -135,14 +137,14 @@ def fix(
         report = finish(PendingCheck(request), show=not as_json)
     except (UsageError, BadInterpreter) as exc:
         raise CliError(str(exc)) from None
-    from envdoctor import report as render
     from envdoctor.fix.plan import make_plan
+    from envdoctor.render.lines import outcome_lines, plan_lines
 
     plan = make_plan(report, prefer=_split(prefer), only=request.only)
     planned = plan.to_dict()
     result: Dict[str, Any] = {"schema": "envdoctor/1", "plan": planned, "outcome": None}
     if not as_json:
-        print("\n".join(render.plan_lines(planned)))
+        print("\n".join(plan_lines(planned)))
     if plan.empty:
         return _done(result, as_json, 0)
     if not plan.applicable or not (yes or _confirmed(as_json)):
@@ -158,7 +160,7 @@ def fix(
         raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
     outcome_data = result["outcome"] = outcome.to_dict()
     if not as_json:
-        print("\n".join(render.outcome_lines(outcome_data)))
+        print("\n".join(outcome_lines(outcome_data)))
     return _done(result, as_json, outcome.exit_code)
 
 
@@ -210,7 +212,7 @@ def run(
         return 127
     if finished.exit_code == 0 or finished.excerpt.empty:
         return finished.exit_code
-    from envdoctor import report as render
+    from envdoctor.render.lines import explanation_lines, plan_lines
 
     # probes run only for a diagnosis: output with no error in it costs a read, nothing more
     explanation = _explain(finished.excerpt, not no_probe or fix_plan, python or target_python(command), timeout)
@@ -219,14 +221,14 @@ def run(
     how = "killed by signal %d" % finished.signal if finished.signal else "exit code %d" % finished.exit_code
     _say("")
     _say("envdoctor: the command failed (%s); what its output says:" % how)
-    for line in render.explanation_lines(explanation.to_dict()):
+    for line in explanation_lines(explanation.to_dict()):
         _say(line)
     if fix_plan and explanation.diagnoses and explanation.report is not None:
         from envdoctor.fix.plan import make_plan
 
         plan = make_plan(explanation.report, prefer=[], only=[d.check for d in explanation.diagnoses])
         _say("")
-        for line in render.plan_lines(plan.to_dict()):
+        for line in plan_lines(plan.to_dict()):
             _say(line)
         if plan.applicable:
             _say("Apply with `envdoctor fix --yes --only %s`." % ",".join(sorted({d.check for d in explanation.diagnoses})))
@@ -268,9 +270,9 @@ def _print_explanation(explanation, as_json: bool) -> int:  # type: ignore[no-un
     if as_json:
         print(json.dumps(data, indent=2, ensure_ascii=not _stdout_is_utf8()))
     else:
-        from envdoctor import report as render
+        from envdoctor.render.lines import explanation_lines
 
-        print("\n".join(render.explanation_lines(data)))
+        print("\n".join(explanation_lines(data)))
     return int(explanation.exit_code)
 
 
@@ -303,16 +305,16 @@ def undo(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> int:
     """Revert a fix run byte for byte from its journal (file backups, stashed packages): no network needed."""
-    from envdoctor import report as render
     from envdoctor.fix.journal import Journal, JournalError, state_dir
     from envdoctor.fix.steps import FixError
     from envdoctor.fix.undo import undo_run
+    from envdoctor.render.lines import runs_lines
 
     try:
         journal = Journal(state_dir())
         if list_runs:
             runs = [run_summary(r) for r in journal.runs()]
-            print(json.dumps(runs, indent=2) if as_json else "\n".join(render.runs_lines(runs)))
+            print(json.dumps(runs, indent=2) if as_json else "\n".join(runs_lines(runs)))
             return 0
         run = journal.find(run_id)
         lines = undo_run(run)

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor import __version__
-from envdoctor.commands import pip_remedy
-from envdoctor.configs.intent import Intent
-from envdoctor.model import (
+from envdoctor.registry import BrokenPlugin, LoadedCheck, checks_dir, load_checks
+from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult, environ_with
+from envdoctor.target.commandline import pip_remedy
+from envdoctor.target.intent import Intent
+from envdoctor.target.model import (
     Check,
     CheckResult,
     Environment,
@@ -28,11 +29,10 @@ from envdoctor.model import (
     report_from_dict,
     status_from_findings,
 )
-from envdoctor.notebook.restart import kernel_state
-from envdoctor.notebook.where import here
-from envdoctor.redact import Redactor, environment_variables
-from envdoctor.registry import BrokenPlugin, LoadedCheck, checks_dir, load_checks
-from envdoctor.runner import PACKAGE_DIR_DEFAULT, EventCallback, Outcome, Runner, RunResult, environ_with
+from envdoctor.target.platform.kernel import kernel_state
+from envdoctor.target.platform.where import here
+from envdoctor.target.redact import Redactor, environment_variables
+from envdoctor.target.version import __version__
 
 # Environment variables that change what torch and the trainers do.
 RELEVANT_VARIABLES = (

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.model import Check
-from envdoctor.worker import load_module_file
+from envdoctor.target.model import Check
+from envdoctor.target.worker import load_module_file
 
 ENTRY_POINT_GROUP = "envdoctor.checks"
 PATH_VARIABLE = "ENVDOCTOR_CHECKS_PATH"
@@ -85,7 +85,7 @@ def _from_module(module_name: str, origin: str, path: Optional[str], attr: str =
     module = sys.modules.get(module_name) or importlib.import_module(module_name)
     check = getattr(module, attr)
     if not isinstance(check, Check):
-        raise TypeError("%s.%s is not an envdoctor.model.Check" % (module_name, attr))
+        raise TypeError("%s.%s is not an envdoctor.target.model.Check" % (module_name, attr))
     check.validate()
     return LoadedCheck(check, module_name, path, origin, attr)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
-from envdoctor.redact import Redactor
+from envdoctor.target.redact import Redactor
 
 PACKAGE_DIR_DEFAULT = Path(__file__).resolve().parent
 HELLO_TIMEOUT_S = 30.0
@@ -44,17 +44,20 @@ if sys.version_info < (3, 8):
     sys.stderr.write('Python %d.%d is too old for the envdoctor worker (3.8 or newer)\\n' % sys.version_info[:2])
     sys.exit(3)
 import importlib.util
+import types
 if sys.path and sys.path[0] in ('', '.'):
     del sys.path[0]
-def _pkg(name, directory):
-    spec = importlib.util.spec_from_file_location(
-        name, directory + '/__init__.py', submodule_search_locations=[directory])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-_pkg('envdoctor', sys.argv[1])
-_pkg('envdoctor.checks', sys.argv[2])
-from envdoctor.worker import main
+# envdoctor itself as a bare package: only envdoctor.target (the wall) and the checks load here,
+# never envdoctor/__init__.py or anything that runs in envdoctor's own process
+envdoctor = types.ModuleType('envdoctor')
+envdoctor.__path__ = [sys.argv[1]]
+sys.modules['envdoctor'] = envdoctor
+spec = importlib.util.spec_from_file_location(
+    'envdoctor.checks', sys.argv[2] + '/__init__.py', submodule_search_locations=[sys.argv[2]])
+checks = importlib.util.module_from_spec(spec)
+sys.modules['envdoctor.checks'] = checks
+spec.loader.exec_module(checks)
+from envdoctor.target.worker import main
 sys.exit(main(sys.argv[3:]))
 """
 

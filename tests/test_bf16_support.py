@@ -15,8 +15,8 @@ from typing import Any, Iterator
 import pytest
 from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
 
-from envdoctor.model import ProbeContext, Severity
 from envdoctor.registry import load_checks
+from envdoctor.target.model import ProbeContext, Severity
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 CHECK = CHECKS["bf16-support"]

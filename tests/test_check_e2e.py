@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import check_of, make_venv, pip_install, run_envdoctor, run_json
 
-from envdoctor.model import SCHEMA
+from envdoctor.target.model import SCHEMA
 
 BUILTIN_CPU = ["torch-install", "cpu-half-kernels", "dtype-mismatch", "fp8"]
 

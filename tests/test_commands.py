@@ -3,9 +3,9 @@ the target interpreter's own pip, torch pinned whenever pip resolves dependencie
 
 from __future__ import annotations
 
-from envdoctor.commands import commands_for, config_remedy, env_remedy, pip_action, pip_remedy
-from envdoctor.model import ACTION_KEYS, Environment
-from envdoctor.versions import requirement_name
+from envdoctor.target.commandline import commands_for, config_remedy, env_remedy, pip_action, pip_remedy
+from envdoctor.target.model import ACTION_KEYS, Environment
+from envdoctor.target.versions import requirement_name
 
 ENV = Environment(python="/home/me/my venv/bin/python", torch="2.13.0+cpu")
 NO_TORCH = Environment(python="/home/me/venv/bin/python", torch=None)

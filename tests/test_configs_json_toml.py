@@ -21,7 +21,7 @@ import pytest
 from envdoctor.configs import kohya, onetrainer, parse_json, parse_toml
 from envdoctor.configs.detect import read_config, syntax_order
 from envdoctor.configs.document import ConfigError, Document, Node
-from envdoctor.configs.intent import Intent, Setting
+from envdoctor.target.intent import Intent, Setting
 
 if sys.version_info >= (3, 11):
     import tomllib

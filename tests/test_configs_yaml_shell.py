@@ -21,7 +21,7 @@ import yaml
 from envdoctor.configs import accelerate, autotrain, axolotl, launch, parse_shell, parse_yaml
 from envdoctor.configs.detect import read_config, read_configs
 from envdoctor.configs.document import ConfigError, Node, line_column
-from envdoctor.configs.intent import Intent, Setting
+from envdoctor.target.intent import Intent, Setting
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

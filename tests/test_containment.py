@@ -96,7 +96,7 @@ def test_entry_point_plugin_is_loaded(tmp_path: Path) -> None:
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: envdoctor-demo-plugin\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[envdoctor.checks]\ndemo = envdoctor_demo_plugin:CHECK\n")
     (tmp_path / "envdoctor_demo_plugin.py").write_text(
-        "from envdoctor.model import Check, Finding, Severity\n"
+        "from envdoctor.target.model import Check, Finding, Severity\n"
         "def probe(torch, ctx):\n"
         "    return {'sum': float(torch.ones(3).sum())}\n"
         "def diagnose(facts):\n"
@@ -128,7 +128,7 @@ def test_a_stray_torch_folder_in_the_working_directory_does_not_shadow_torch(tmp
 
 def test_a_plugin_reusing_a_builtin_id_is_reported_and_the_builtin_kept(tmp_path: Path) -> None:
     (tmp_path / "impostor_fp8.py").write_text(
-        "from envdoctor.model import Check\n"
+        "from envdoctor.target.model import Check\n"
         "CHECK = Check(id='fp8', title='not the real fp8', probe=lambda torch, ctx: {}, diagnose=lambda facts: [])\n"
     )
     proc = run_envdoctor("check", "--json", env={"ENVDOCTOR_CHECKS_PATH": str(tmp_path)})

@@ -1,4 +1,4 @@
-"""envdoctor/cuda_tables.py: lookups checked against rows of docs/facts.md,
+"""envdoctor/target/cuda_tables.py: lookups checked against rows of docs/facts.md,
 parsers checked on real outputs of nvidia-smi, /proc/driver/nvidia/version and nvcc."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import sys
 import pytest
 from conftest import ROOT, find_python
 
-from envdoctor import cuda_tables as ct
-from envdoctor.commands import commands_for, pip_action
-from envdoctor.model import Environment
+from envdoctor.target import cuda_tables as ct
+from envdoctor.target.commandline import commands_for, pip_action
+from envdoctor.target.model import Environment
 
 # ---------------------------------------------------------------- §1 driver table
 
@@ -402,7 +402,7 @@ PYTHON38 = find_python("3.8")
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 interpreter here")
 def test_tables_import_and_work_on_python_3_8():
-    code = ("import sys; sys.path.insert(0, %r); from envdoctor import cuda_tables as ct; "
+    code = ("import sys; sys.path.insert(0, %r); from envdoctor.target import cuda_tables as ct; "
             "c = ct.choose_wheel([(7, 0)], driver='580.95.05', python=(3, 8)); print(c.torch, c.tag)" % str(ROOT))
     out = subprocess.run([str(PYTHON38), "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -21,10 +21,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 from conftest import FIXTURES, check_of, codes, handwritten, run_json, torch_has_cuda
 
-from envdoctor.commands import commands_for
-from envdoctor.model import Environment, Finding, ProbeContext, Severity
-from envdoctor.probekit import steps
 from envdoctor.registry import load_checks
+from envdoctor.target.commandline import commands_for
+from envdoctor.target.model import Environment, Finding, ProbeContext, Severity
+from envdoctor.target.probekit import steps
 
 LOADED = load_checks(plugins=False)[0]
 CHECK = {c.check.id: c.check for c in LOADED}["device-memory"]
@@ -354,7 +354,7 @@ def test_no_expandable_segments_on_windows() -> None:
     assert "expandable-segments" not in remedies(judge(facts, windows)[0])
 
 
-# ---- every snapshot, and variants: remedies built by envdoctor.commands
+# ---- every snapshot, and variants: remedies built by envdoctor.target.commandline
 
 
 def _variants() -> Iterator[Tuple[str, Dict[str, Any]]]:

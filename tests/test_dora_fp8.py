@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 from conftest import check_of, codes, facts_of, load_fixture, run_envdoctor
 
-from envdoctor.configs.intent import ConfigSource, Intent, Setting
-from envdoctor.model import Environment, Finding, Severity
 from envdoctor.registry import load_checks
+from envdoctor.target.intent import ConfigSource, Intent, Setting
+from envdoctor.target.model import Environment, Finding, Severity
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["dora-fp8"]
 PEFT = load_fixture("cpu-dora-fp8-peft-0.21.2.json")
@@ -390,7 +390,7 @@ def _raised_in(filename: str) -> BaseException:
     ("/home/me/venv/lib/python3.11/site-packages/torch/nn/functional.py", None),
 ])
 def test_library_frame_is_relative_to_the_package(filename: str, frame: Optional[str]) -> None:
-    from envdoctor.probekit.text import library_frame
+    from envdoctor.target.probekit.text import library_frame
 
     assert library_frame(_raised_in(filename), "peft") == frame
 

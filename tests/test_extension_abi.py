@@ -25,11 +25,11 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
-from envdoctor import versions
-from envdoctor.cuda_tables import TORCHVISION_FOR_TORCH
-from envdoctor.model import Finding, Severity
-from envdoctor.probekit.imports import record_import
 from envdoctor.registry import load_checks
+from envdoctor.target import versions
+from envdoctor.target.cuda_tables import TORCHVISION_FOR_TORCH
+from envdoctor.target.model import Finding, Severity
+from envdoctor.target.probekit.imports import record_import
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["extension-abi"]
 PAIRING = sys.modules["envdoctor.checks.extension_abi.pairing"]
@@ -482,10 +482,10 @@ def test_a_crash_inside_an_import_still_reaches_the_real_stderr(tmp_path: Path) 
     (tmp_path / "edx_segv.py").write_text("import ctypes, os\nos.write(2, b'before the crash\\n')\nctypes.string_at(0)\n")
     script = textwrap.dedent("""
         import sys
-        from envdoctor.worker import _FaultLog
+        from envdoctor.target.worker import _FaultLog
         faults = _FaultLog()
         sys.path.insert(0, %r)
-        from envdoctor.probekit.imports import record_import
+        from envdoctor.target.probekit.imports import record_import
         record_import("edx", "edx_segv")
     """ % str(tmp_path))
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(ROOT))

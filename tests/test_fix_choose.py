@@ -10,7 +10,7 @@ from conftest import load_fixture
 
 from envdoctor.fix.choose import actionable, choose, merge_actions, prefer_matches, rank
 from envdoctor.fix.plan import _steps, config_action
-from envdoctor.model import Finding, Remedy, Severity, report_from_dict
+from envdoctor.target.model import Finding, Remedy, Severity, report_from_dict
 
 
 def seed_004_findings() -> list[Finding]:

@@ -27,10 +27,10 @@ from test_configs_json_toml import GUI_JSON, OLD_V9, SAVED_V11, SD_SCRIPTS
 from test_configs_yaml_shell import ACCELERATE_JSON, ACCELERATE_YAML, AXOLOTL_LORA, BRIEF_LINE, SCRIPT, SDXL_DREAMBOOTH
 
 from envdoctor.configs.detect import read_configs
-from envdoctor.configs.intent import ConfigSource, Intent, Setting
 from envdoctor.fix import config_step
 from envdoctor.fix.config_step import ConfigAction, condition_holds, prepare, select, undo
 from envdoctor.fix.steps import FixError, NotApplicable
+from envdoctor.target.intent import ConfigSource, Intent, Setting
 
 if sys.version_info >= (3, 11):
     import tomllib

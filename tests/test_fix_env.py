@@ -14,8 +14,8 @@ from envdoctor.fix import env_step
 from envdoctor.fix.journal import Journal, JournalStep
 from envdoctor.fix.plan import make_plan
 from envdoctor.fix.steps import FixError
-from envdoctor.model import CheckResult, Report, status_from_findings
 from envdoctor.registry import load_checks
+from envdoctor.target.model import CheckResult, Report, status_from_findings
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 

@@ -16,13 +16,13 @@ from typing import Dict, Iterator, List
 import pytest
 from conftest import pip_install
 
-from envdoctor.commands import pip_action, pip_commands
 from envdoctor.fix import stash
 from envdoctor.fix.journal import Journal, JournalStep
 from envdoctor.fix.pip_step import PipAction, prepare
 from envdoctor.fix.steps import FixError, NotApplicable
 from envdoctor.fix.undo import undo_run
-from envdoctor.model import Environment
+from envdoctor.target.commandline import pip_action, pip_commands
+from envdoctor.target.model import Environment
 
 pytestmark = pytest.mark.slow
 

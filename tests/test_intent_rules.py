@@ -7,9 +7,9 @@ import dataclasses
 
 from conftest import ENV, facts_of, load_fixture
 
-from envdoctor.configs.intent import ConfigSource, Intent, Setting
-from envdoctor.model import Environment, Severity
 from envdoctor.registry import load_checks
+from envdoctor.target.intent import ConfigSource, Intent, Setting
+from envdoctor.target.model import Environment, Severity
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 OLD = load_fixture("cpu-torch-2.0.1.json")  # torch 2.0.1: no fp16 layer_norm, addmm, conv on the CPU

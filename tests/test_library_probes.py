@@ -20,10 +20,10 @@ import pytest
 from conftest import ENV, check_of, env_of, facts_of, handwritten, load_fixture, run_envdoctor
 
 from envdoctor.configs.detect import read_configs
-from envdoctor.configs.intent import ConfigSource, Intent, Setting, merge
 from envdoctor.engine import CheckRequest, run_check
-from envdoctor.model import Environment, Finding, ProbeContext, Severity
 from envdoctor.registry import load_checks
+from envdoctor.target.intent import ConfigSource, Intent, Setting, merge
+from envdoctor.target.model import Environment, Finding, ProbeContext, Severity
 
 ID = "library-probes"
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}[ID]

@@ -171,8 +171,8 @@ def test_a_kernel_that_still_runs_a_replaced_package_is_told_to_restart(tmp_path
 
 
 def test_the_report_html_is_one_self_contained_block(live_report: Dict[str, Any]) -> None:
-    from envdoctor.model import report_from_dict
-    from envdoctor.report_html import render_html
+    from envdoctor.render.html import render_html
+    from envdoctor.target.model import report_from_dict
 
     report = report_from_dict(live_report)
     html = render_html(report)
@@ -183,8 +183,8 @@ def test_the_report_html_is_one_self_contained_block(live_report: Dict[str, Any]
 
 
 def test_html_escapes_what_it_shows() -> None:
-    from envdoctor.model import CheckResult, Finding, Remedy, Report, Severity, Status
-    from envdoctor.report_html import render_html
+    from envdoctor.render.html import render_html
+    from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, Status
 
     finding = Finding("x-check", "bad", Severity.ERROR, "<b>boom</b> & more", ["<script>alert(1)</script>"],
                       (Remedy("do <this>", commands=("echo '<hi>'",)),))
@@ -196,8 +196,8 @@ def test_html_escapes_what_it_shows() -> None:
 @pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")), reason="no headless Chromium here")
 def test_the_report_renders_as_a_picture_in_a_real_browser(live_report: Dict[str, Any], tmp_path: Path) -> None:
     """Look at it as a person would: headless Chromium draws the report the way a notebook page would."""
-    from envdoctor.model import report_from_dict
-    from envdoctor.report_html import render_html
+    from envdoctor.render.html import render_html
+    from envdoctor.target.model import report_from_dict
 
     page = tmp_path / "report.html"
     page.write_text('<html><head><meta charset="utf-8"></head><body>%s</body></html>' % render_html(report_from_dict(live_report)),

@@ -11,10 +11,10 @@ from typing import Any, Dict, List
 
 import pytest
 
-from envdoctor.model import Environment, Finding
-from envdoctor.notebook.menus import bf16_gpu_step, gpu_runtime_step, restart_step
-from envdoctor.notebook.restart import Stale, loaded_versions, stale
-from envdoctor.notebook.where import Where, detect
+from envdoctor.target.model import Environment, Finding
+from envdoctor.target.platform.kernel import Stale, loaded_versions, stale
+from envdoctor.target.platform.menus import bf16_gpu_step, gpu_runtime_step, restart_step
+from envdoctor.target.platform.where import Where, detect
 
 PLATFORMS = Path(__file__).parent / "data" / "platforms"
 
@@ -102,8 +102,8 @@ def test_the_rules_say_the_menu_step_of_where_they_run() -> None:
     """cpu-half-kernels on torch 2.0.1's recorded facts, judged as in a Colab and in a Kaggle CPU session."""
     from conftest import load_fixture
 
-    from envdoctor.configs.intent import ConfigSource, Intent, Setting
     from envdoctor.registry import load_checks
+    from envdoctor.target.intent import ConfigSource, Intent, Setting
 
     check = next(c.check for c in load_checks(plugins=False)[0] if c.check.id == "cpu-half-kernels")
     facts = next(c["facts"] for c in load_fixture("cpu-torch-2.0.1.json")["checks"] if c["id"] == "cpu-half-kernels")

@@ -7,7 +7,7 @@ import os
 import pytest
 from conftest import PLUGINS, run_envdoctor
 
-from envdoctor.redact import MASK, Redactor, environment_variables, is_secret_name
+from envdoctor.target.redact import MASK, Redactor, environment_variables, is_secret_name
 
 SECRET = "hf_" + "Q" * 34
 

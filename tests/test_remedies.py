@@ -1,6 +1,6 @@
 """Remedies are actions first, for `envdoctor fix`: every remedy any check produces, on
 every recorded and hand-written snapshot, speaks the closed action vocabulary of its
-kind, and its commands are exactly what envdoctor.commands builds from that action."""
+kind, and its commands are exactly what envdoctor.target.commandline builds from that action."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Iterator, Tuple
 import pytest
 from conftest import FIXTURES, env_for, env_of
 
-from envdoctor.commands import commands_for
-from envdoctor.model import ACTION_KEYS, Environment, Finding
 from envdoctor.registry import load_checks
-from envdoctor.versions import requirement_name
+from envdoctor.target.commandline import commands_for
+from envdoctor.target.model import ACTION_KEYS, Environment, Finding
+from envdoctor.target.versions import requirement_name
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 PREFIXES = sorted(CHECKS, key=len, reverse=True) + ["bf16"]

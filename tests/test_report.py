@@ -7,8 +7,11 @@ import json
 
 from conftest import load_fixture
 
-from envdoctor.model import SCHEMA, report_from_dict
-from envdoctor.report import render_json, render_markdown, render_terminal, summary_line
+from envdoctor.render.as_json import render_json
+from envdoctor.render.markdown import render_markdown
+from envdoctor.render.terminal import render_terminal
+from envdoctor.render.vocabulary import summary_line
+from envdoctor.target.model import SCHEMA, report_from_dict
 
 OLD = report_from_dict(load_fixture("cpu-torch-2.0.1.json"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import codes, facts_of, judge, load_fixture
 
-from envdoctor.model import Severity
 from envdoctor.registry import load_checks
+from envdoctor.target.model import Severity
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 NEW = load_fixture("cpu-torch-2.13.0.json")

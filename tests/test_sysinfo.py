@@ -1,4 +1,4 @@
-"""System facts (envdoctor/sysinfo.py) against the tool they replace in a bug report,
+"""System facts (envdoctor/target/sysinfo.py) against the tool they replace in a bug report,
 `python -m torch.utils.collect_env`, run for real on this machine, fact by fact;
 their rendering; and their survival in a hostile environment."""
 
@@ -19,9 +19,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 from conftest import ROOT, find_python, load_fixture, run_envdoctor
 
-from envdoctor import sysinfo
-from envdoctor.model import Report, report_from_dict
-from envdoctor.report import render_markdown
+from envdoctor.render.markdown import render_markdown
+from envdoctor.target import sysinfo
+from envdoctor.target.model import Report, report_from_dict
 
 NOT_COLLECTED = {"Could not collect", "N/A", "None", "-", ""}
 PYTHON_38 = find_python("3.8")
@@ -373,7 +373,7 @@ def test_torch_runtime_of_a_broken_torch_never_raises() -> None:
 
 @pytest.mark.skipif(PYTHON_38 is None, reason="no Python 3.8 here")
 def test_collect_system_runs_on_python_3_8() -> None:
-    code = "import json; from envdoctor import sysinfo; print(json.dumps(sysinfo.collect_system()))"
+    code = "import json; from envdoctor.target import sysinfo; print(json.dumps(sysinfo.collect_system()))"
     proc = subprocess.run([str(PYTHON_38), "-I", "-c", "import sys; sys.path.insert(0, %r); %s" % (str(ROOT), code)],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -411,7 +411,7 @@ def test_markdown_shows_the_system_section(system: Dict[str, Any], runtime: Dict
 
 
 def test_cpu_flags_line_reads_like_a_bug_report() -> None:
-    from envdoctor.report import cpu_flags_text
+    from envdoctor.render.markdown import cpu_flags_text
 
     avx2_only = {f: f in ("f16c", "avx", "avx2", "fma") for f in sysinfo.CPU_FLAGS["x86"]}
     assert cpu_flags_text(avx2_only) == "F16C ✓ AVX ✓ AVX2 ✓ FMA ✓ AVX-512F ✗ AVX512_FP16 ✗ AVX512_BF16 ✗ AVX-VNNI ✗ AMX ✗"

@@ -1,4 +1,4 @@
-"""Version arithmetic for the rules (envdoctor.versions, on packaging): pairing tables and
+"""Version arithmetic for the rules (envdoctor.target.versions, on packaging): pairing tables and
 Requires-Dist pins depend on it, so it is also run on the lowest packaging admitted."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import pytest
 
-from envdoctor import versions
+from envdoctor.target import versions
 
 
 @pytest.mark.parametrize(("version", "spec", "expected"), [

@@ -32,8 +32,8 @@ def test_wheel_contents(wheel: Path) -> None:
     assert "envdoctor/checks/__init__.py" in names
     builtin = sorted(p.relative_to(ROOT / "checks").as_posix() for p in (ROOT / "checks").rglob("*.py"))  # check packages too
     assert sorted(n[len("envdoctor/checks/"):] for n in names if n.startswith("envdoctor/checks/")) == builtin
-    assert "envdoctor/probekit/steps.py" in names
-    assert "envdoctor/worker.py" in names
+    assert "envdoctor/target/probekit/steps.py" in names
+    assert "envdoctor/target/worker.py" in names
     top_levels = {n.split("/")[0] for n in names}
     assert top_levels == {"envdoctor", next(n.split("/")[0] for n in names if ".dist-info/" in n)}
     metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))

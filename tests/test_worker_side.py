@@ -1,52 +1,59 @@
-"""Everything the worker loads runs inside the *target* interpreter, which may be
-an old environment with nothing but torch: Python 3.8 syntax, and only the
-standard library and envdoctor's other worker-side modules at module level."""
+"""The wall: everything the worker loads runs inside the *target* interpreter, which may be an
+old environment with nothing but torch. That is envdoctor/target/ and the checks, found from the
+folders themselves: Python 3.8 syntax, only the standard library at module level (torch and the
+training libraries inside functions), and no import of envdoctor outside the wall, not even a
+lazy one. The whole package's import graph has no circle."""
 
 from __future__ import annotations
 
 import ast
 import json
 import sys
-from pathlib import Path
+from typing import List
 
+import import_graph
 import pytest
-from conftest import ROOT, check_of, find_python, run_envdoctor
+from conftest import check_of, find_python, run_envdoctor
 
-WORKER_SIDE_PACKAGE = ["__init__", "model", "worker", "redact", "microops", "commands", "cuda_tables", "versions", "sysinfo",
-                       "probekit/__init__", "probekit/steps", "probekit/ops", "probekit/text", "probekit/gpus",
-                       "probekit/distributions", "probekit/imports", "configs/__init__", "configs/intent",
-                       "notebook/__init__", "notebook/where", "notebook/menus"]
-WORKER_SIDE = [ROOT / "envdoctor" / (m + ".py") for m in WORKER_SIDE_PACKAGE] + sorted((ROOT / "checks").rglob("*.py"))
-ALLOWED_ENVDOCTOR = {"envdoctor", "envdoctor.probekit", "envdoctor.configs", "envdoctor.notebook"} | {
-    "envdoctor." + m.replace("/", ".") for m in WORKER_SIDE_PACKAGE}
+MODULES = import_graph.modules()
+WALL = sorted(name for name in MODULES if name.startswith("envdoctor.target"))
+CHECKS = sorted(name for name in MODULES if name.startswith(import_graph.CHECKS_PACKAGE))
 PYTHON38 = find_python("3.8")
 
 
-def _module_level_imports(tree: ast.Module) -> set:
-    names = set()
-    for node in tree.body:  # probes import torch & co. inside functions: those are allowed
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            names.add("." * node.level + (node.module or ""))  # relative: a sibling in the same check package
-        elif isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks never run
-            continue
-    return names
+def _inside(name: str, check_module: bool) -> bool:
+    """Whether an import of `name` stays inside the wall (a check may also import its own package)."""
+    if name == "envdoctor.target" or name.startswith("envdoctor.target."):
+        return True
+    return check_module and (name == import_graph.CHECKS_PACKAGE or name.startswith(import_graph.CHECKS_PACKAGE + "."))
 
 
-@pytest.mark.parametrize("path", WORKER_SIDE, ids=lambda p: str(p.relative_to(ROOT)))
-def test_python_3_8_syntax_and_stdlib_only(path: Path) -> None:
-    tree = ast.parse(path.read_text(encoding="utf-8"), feature_version=(3, 8))
-    for name in _module_level_imports(tree):
-        top = name.split(".")[0]
-        assert name.startswith(".") or top in sys.stdlib_module_names or name in ALLOWED_ENVDOCTOR, (path.name, name)
+def test_the_wall_is_the_target_folder_and_the_checks() -> None:
+    assert "envdoctor.target.worker" in WALL and "envdoctor.target.model" in WALL and "envdoctor.target.probekit.ops" in WALL
+    assert "envdoctor.checks.apex" in CHECKS and len(CHECKS) >= 12
+    # the worker-side modules that once lived beside the parent's are all inside it now
+    outside = sorted(n for n in MODULES if not _inside(n, True) and n.rsplit(".", 1)[-1] in ("model", "worker", "probekit", "sysinfo", "redact"))
+    assert outside == []
 
 
-def test_the_worker_never_imports_the_parent_only_modules() -> None:
-    parent_only = {"cli", "engine", "registry", "runner", "report", "progress"}
-    for path in WORKER_SIDE:
-        for name in _module_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
-            assert name.split(".")[-1] not in parent_only or not name.startswith("envdoctor"), (path.name, name)
+@pytest.mark.parametrize("name", WALL + CHECKS)
+def test_python_3_8_syntax_and_stdlib_only(name: str) -> None:
+    module = MODULES[name]
+    ast.parse(module.path.read_text(encoding="utf-8"), feature_version=(3, 8))
+    check_module = name in CHECKS
+    for imported, top in import_graph.imports(module, MODULES):
+        if imported.split(".")[0] == "envdoctor":
+            assert _inside(imported, check_module), "%s imports %s, outside the wall" % (name, imported)
+        elif top:  # probes import torch & co. inside functions: those are allowed
+            assert imported.split(".")[0] in sys.stdlib_module_names, "%s imports %s at module level" % (name, imported)
+
+
+def test_no_arrow_leaves_the_wall_and_no_circle_anywhere() -> None:
+    edges = import_graph.graph()
+    leaving: List[str] = ["%s -> %s" % (a, b) for a in WALL for b in sorted(edges[a]) if not _inside(b, False)]
+    leaving += ["%s -> %s" % (a, b) for a in CHECKS for b in sorted(edges[a]) if not _inside(b, True)]
+    assert leaving == []
+    assert import_graph.cycles(edges) == []
 
 
 @pytest.mark.skipif(PYTHON38 is None, reason="no Python 3.8 here")

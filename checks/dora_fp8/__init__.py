@@ -17,7 +17,7 @@ It imports peft, hence transformers: it runs in the "libraries" worker, beside t
 
 from __future__ import annotations
 
-from envdoctor.model import Check, Remedy, Signature
+from envdoctor.target.model import Check, Remedy, Signature
 
 from .probe import probe
 from .rules import ID, UPCAST, diagnose, summarize

@@ -17,12 +17,12 @@ import importlib
 import warnings
 from typing import Any, Callable, Dict, List, Optional
 
-from envdoctor.model import ProbeContext
-from envdoctor.probekit.distributions import installed_version
-from envdoctor.probekit.imports import record_import
-from envdoctor.probekit.ops import randn, seeded_generator, synchronize
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import dtype_name, error_text, library_frame, warning_texts
+from envdoctor.target.model import ProbeContext
+from envdoctor.target.probekit.distributions import installed_version
+from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.ops import randn, seeded_generator, synchronize
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import dtype_name, error_text, library_frame, warning_texts
 
 from .setups import FLOAT8, Setup, common, from_intent
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import config_remedy
-from envdoctor.configs.intent import QUANTIZED, Intent, Setting
-from envdoctor.model import Environment, Finding, Remedy, Severity
-from envdoctor.probekit.text import dedupe
+from envdoctor.target.commandline import config_remedy
+from envdoctor.target.intent import QUANTIZED, Intent, Setting
+from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.probekit.text import dedupe
 
 ID = "dora-fp8"
 Run = Dict[str, Any]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-# envdoctor's weight/precision vocabulary (envdoctor.configs.intent) -> torch dtype names.
+# envdoctor's weight/precision vocabulary (envdoctor.target.intent) -> torch dtype names.
 # fp8 weights are float8_e4m3fn: the storage format OneTrainer, diffusers' layerwise
 # casting and torchao use for weights (e5m2 is for gradients).
 TORCH_DTYPES = {"fp8": "float8_e4m3fn", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}

@@ -21,7 +21,7 @@ warn or even crash, and should not disturb the checks before it.
 
 from __future__ import annotations
 
-from envdoctor.model import Check, Remedy, Signature
+from envdoctor.target.model import Check, Remedy, Signature
 
 from .probe import probe
 from .rules import ID, diagnose, summarize

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from envdoctor.cuda_tables import TORCHAUDIO_FOR_TORCH, TORCHVISION_FOR_TORCH
-from envdoctor.versions import local, release, release_tuple, requirement_name, requirement_specifier, satisfies
+from envdoctor.target.cuda_tables import TORCHAUDIO_FOR_TORCH, TORCHVISION_FOR_TORCH
+from envdoctor.target.versions import local, release, release_tuple, requirement_name, requirement_specifier, satisfies
 
 # ---------------------------------------------------------------- data tables
 #

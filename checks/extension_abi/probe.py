@@ -14,10 +14,10 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.model import ProbeContext
-from envdoctor.probekit.distributions import installed, requires
-from envdoctor.probekit.imports import record_import
-from envdoctor.probekit.text import exception_chain
+from envdoctor.target.model import ProbeContext
+from envdoctor.target.probekit.distributions import installed, requires
+from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.text import exception_chain
 
 APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # docs/facts.md §5, compiled modules
 # Packages whose import outcomes are recorded here but judged by their own check,

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import pip_remedy
-from envdoctor.model import Environment, Finding, Remedy, Severity
-from envdoctor.versions import release, release_tuple
+from envdoctor.target.commandline import pip_remedy
+from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.versions import release, release_tuple
 
 from .pairing import (
     describe_variant,

@@ -20,7 +20,7 @@ diffusers costs seconds (more than `import torch`), and a second worker overlaps
 
 from __future__ import annotations
 
-from envdoctor.model import Check, Signature
+from envdoctor.target.model import Check, Signature
 
 from .probe import probe
 from .rules import ID, diagnose, summarize

@@ -17,12 +17,12 @@ import traceback
 import warnings
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from envdoctor.model import ProbeContext, available_devices, op_fact
-from envdoctor.probekit.distributions import installed
-from envdoctor.probekit.imports import record_import
-from envdoctor.probekit.ops import seeded_generator, synchronize
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
+from envdoctor.target.model import ProbeContext, available_devices, op_fact
+from envdoctor.target.probekit.distributions import installed
+from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.ops import seeded_generator, synchronize
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
 
 from . import setups
 from .models import LIBRARIES, MODELS, TinyModel, first_output

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import config_remedy, pip_remedy
-from envdoctor.configs.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject
-from envdoctor.model import Environment, Finding, Remedy, Severity
-from envdoctor.notebook.menus import gpu_runtime_step
-from envdoctor.versions import release_tuple
+from envdoctor.target.commandline import config_remedy, pip_remedy
+from envdoctor.target.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject
+from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.versions import release_tuple
 
 from .setups import Setup, other_half
 

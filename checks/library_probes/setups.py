@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 HALF = ("fp16", "bf16")
-QUANTIZED = ("fp8", "int8", "int4", "nf4", "w8a8", "gguf")  # as envdoctor.configs.intent.QUANTIZED
+QUANTIZED = ("fp8", "int8", "int4", "nf4", "w8a8", "gguf")  # as envdoctor.target.intent.QUANTIZED
 MODES = ("fp32", "fp16", "bf16")  # the common setups, control first
 
 # The intent's model parts (OneTrainer's part names; other readers use the same) and the model

@@ -1,4 +1,4 @@
-"""Training configs → the intent (envdoctor/configs/intent.py).
+"""Training configs → the intent (envdoctor/target/intent.py).
 
 `read_configs(paths)` recognises each file's tool from its content (the extension only
 decides which parsers to try first) and returns one Intent; a file that cannot be read

@@ -13,7 +13,6 @@ import os
 from typing import Any, List, Mapping, Optional
 
 from envdoctor.configs.document import Document, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.reading import (
     Change,
     Format,
@@ -26,6 +25,7 @@ from envdoctor.configs.reading import (
     setting_path,
     tool_word,
 )
+from envdoctor.target.intent import Setting
 
 TOOL = "accelerate"
 # BaseConfig / ClusterConfig fields a default_config.yaml carries (config_args.py L76-81, L179-217)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from envdoctor.configs.document import Document, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.reading import (
     Change,
     Format,
@@ -26,6 +25,7 @@ from envdoctor.configs.reading import (
     tool_word,
     value_at,
 )
+from envdoctor.target.intent import Setting
 
 TOOL = "autotrain"
 TOP_KEYS = ("task", "base_model", "project_name", "backend", "log", "data", "params", "hub")

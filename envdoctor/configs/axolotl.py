@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from envdoctor.configs.document import Document, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.reading import Change, Format, Unwritable, default, mapping_root, setting, setting_path
+from envdoctor.target.intent import Setting
 
 TOOL = "axolotl"
 # keys only axolotl configs carry next to `base_model` (autotrain has `task`/`params` instead)

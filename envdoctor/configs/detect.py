@@ -9,8 +9,8 @@ import re
 from typing import List, Optional, Tuple
 
 from envdoctor.configs.document import ConfigError, Document, read_text
-from envdoctor.configs.intent import ConfigSource, Intent, merge
 from envdoctor.configs.reading import Format
+from envdoctor.target.intent import ConfigSource, Intent, merge
 
 # syntax -> module with `parse(file, text) -> Document` (raises ConfigError)
 PARSERS = {

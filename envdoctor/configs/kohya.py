@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Key, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.reading import (
     Change,
     Format,
@@ -34,6 +33,7 @@ from envdoctor.configs.reading import (
     setting_path,
     tool_word,
 )
+from envdoctor.target.intent import Setting
 
 SCRIPTS = "kohya"
 GUI = "kohya_ss"

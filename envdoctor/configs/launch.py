@@ -13,7 +13,6 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.parse_shell import normal_flag
 from envdoctor.configs.reading import (
     REMOVE,
@@ -28,6 +27,7 @@ from envdoctor.configs.reading import (
     setting_path,
     tool_word,
 )
+from envdoctor.target.intent import Setting
 
 TOOL = "launch"
 WHOSE = {"launcher_flags": "the launcher's flag", "script_flags": "the script's own flag"}

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Node
-from envdoctor.configs.intent import Setting
 from envdoctor.configs.reading import Change, Format, Unwritable, default, setting, setting_path, spellings, tool_word
+from envdoctor.target.intent import Setting
 
 TOOL = "onetrainer"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.configs.document import Document, Key, Node
-from envdoctor.configs.intent import Setting
+from envdoctor.target.intent import Setting
 
 
 class Unwritable(ValueError):

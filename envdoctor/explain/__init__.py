@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from envdoctor.explain.confirm import apply_verdicts
 from envdoctor.explain.match import Diagnosis, Matching, match
 from envdoctor.explain.reader import LogExcerpt
-from envdoctor.model import SCHEMA, Check, Report
+from envdoctor.target.model import SCHEMA, Check, Report
 
 
 @dataclass
@@ -32,21 +32,6 @@ class Explanation:
 
     def probed_checks(self) -> List[str]:
         return sorted({d.check for d in self.diagnoses} | set(self.matching.supporting))
-
-    def lines(self) -> List[str]:
-        from envdoctor.report import explanation_lines
-
-        return explanation_lines(self.to_dict())
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
-        from envdoctor.report_html import lines_html
-
-        return {"text/html": lines_html(self.lines(), "envdoctor explain"), "text/plain": "\n".join(self.lines())}
-
-    def _ipython_display_(self) -> None:
-        from envdoctor.notebook.display import show_once
-
-        show_once(self, self._repr_mimebundle_)
 
     def __repr__(self) -> str:
         return "<envdoctor Explanation: %s>" % (", ".join(d.check for d in self.diagnoses) or "no known cause")

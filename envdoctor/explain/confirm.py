@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from envdoctor.explain.match import Diagnosis
 from envdoctor.explain.spelling import canonical
-from envdoctor.model import CheckResult, Remedy, Report, Severity, Status
+from envdoctor.target.model import CheckResult, Remedy, Report, Severity, Status
 
 
 @dataclass(frozen=True)

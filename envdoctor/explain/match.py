@@ -22,7 +22,7 @@ from envdoctor.explain.involved import Involved, involved
 from envdoctor.explain.reader import LogExcerpt, LogLine
 from envdoctor.explain.spelling import canonical
 from envdoctor.explain.tracebacks import RaisedError, raised_errors
-from envdoctor.model import Check, Remedy, Signature
+from envdoctor.target.model import Check, Remedy, Signature
 
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
 CONTEXT_AFTER = 20

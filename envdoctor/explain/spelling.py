@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import List
 
-from envdoctor.probekit.text import SCALAR_TYPE_DTYPE
+from envdoctor.target.probekit.text import SCALAR_TYPE_DTYPE
 
 _SCALAR = "|".join(sorted(SCALAR_TYPE_DTYPE, key=len, reverse=True))
 _CPP = re.compile(r"(?:struct |class )?(?:c10|at)::(%s)\b" % _SCALAR)

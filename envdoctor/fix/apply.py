@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from envdoctor import __version__
 from envdoctor.engine import CheckRequest, run_check
 from envdoctor.fix.journal import Journal, RunJournal
 from envdoctor.fix.plan import Plan, Step
 from envdoctor.fix.steps import FixError
 from envdoctor.fix.undo import undo_run
 from envdoctor.fix.verify import Verdict, gone, request_for, verdicts
-from envdoctor.model import Finding, Report
+from envdoctor.target.model import Finding, Report
+from envdoctor.target.version import __version__
 
 Say = Callable[[str], None]
 

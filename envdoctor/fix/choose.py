@@ -13,8 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.commands import action_names
-from envdoctor.model import Finding, Remedy, Severity
+from envdoctor.target.commandline import action_names
+from envdoctor.target.model import Finding, Remedy, Severity
 
 KIND_RANK = {"config": 0, "env": 1, "pip": 2}
 TORCH_RANK = 3  # a pip remedy that installs, upgrades or removes torch itself

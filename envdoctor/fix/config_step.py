@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, 
 from envdoctor.configs.detect import PARSERS, formats, read_config, recognise
 from envdoctor.configs.document import ConfigError, Document, line_column, read_text
 from envdoctor.configs.edit import Edit, EditError, apply_edits, edits_for, expected_tree
-from envdoctor.configs.intent import PART_NAMES, ConfigSource, Intent, Setting, resolve_auto
 from envdoctor.configs.reading import Change, Format, Unwritable
 from envdoctor.fix.atomic import sha256, write_atomically
 from envdoctor.fix.steps import FixError, NotApplicable
+from envdoctor.target.intent import PART_NAMES, ConfigSource, Intent, Setting, resolve_auto
 
 if TYPE_CHECKING:
     from envdoctor.fix.journal import JournalStep

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
-from envdoctor.commands import env_commands
 from envdoctor.fix.atomic import sha256, write_atomically
 from envdoctor.fix.steps import FixError
+from envdoctor.target.commandline import env_commands
 
 if TYPE_CHECKING:
     from envdoctor.fix.journal import JournalStep
@@ -120,7 +120,7 @@ def undo(step: JournalStep) -> None:
 
 def in_notebook() -> bool:
     """Inside a Jupyter/Colab kernel, the process that trains is this one."""
-    from envdoctor.notebook.display import in_kernel
+    from envdoctor.target.platform.where import in_kernel
 
     return in_kernel()
 

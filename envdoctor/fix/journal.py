@@ -183,7 +183,7 @@ class Journal:
         full = dict(meta)
         full.setdefault("created", now.isoformat())
         if "envdoctor" not in full:
-            from envdoctor import __version__
+            from envdoctor.target.version import __version__
 
             full["envdoctor"] = __version__
         for _ in range(8):  # two runs in one second: another random suffix

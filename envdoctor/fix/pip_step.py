@@ -17,12 +17,12 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from envdoctor.commands import PipRun, action_names, pip_commands, pip_runs
 from envdoctor.fix import stash
 from envdoctor.fix.journal import JournalStep
 from envdoctor.fix.steps import FixError, NotApplicable
-from envdoctor.model import ACTION_KEYS
-from envdoctor.versions import release_tuple
+from envdoctor.target.commandline import PipRun, action_names, pip_commands, pip_runs
+from envdoctor.target.model import ACTION_KEYS
+from envdoctor.target.versions import release_tuple
 
 KIND = "pip"
 REPORT_PIP = (22, 2)  # `pip install --dry-run --report`: pip 22.2 release notes (https://pip.pypa.io/en/stable/news/#v22-2)

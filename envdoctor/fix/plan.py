@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.configs.intent import Intent
 from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, prefer_matches, rank
 from envdoctor.fix.steps import Action, NotApplicable, kind_module
-from envdoctor.model import Environment, Finding, Remedy, Report, Status
+from envdoctor.target.intent import Intent
+from envdoctor.target.model import Environment, Finding, Remedy, Report, Status
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from envdoctor.engine import CheckRequest
 from envdoctor.fix.choose import actionable
 from envdoctor.fix.plan import Plan, Step
-from envdoctor.model import CheckResult, Finding, Report, Status
+from envdoctor.target.model import CheckResult, Finding, Report, Status
 
 BROKEN = (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED)
 

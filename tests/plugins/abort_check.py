@@ -2,7 +2,7 @@
 
 import os
 
-from envdoctor.model import Check
+from envdoctor.target.model import Check
 
 
 def probe(torch, ctx):

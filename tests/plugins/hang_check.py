@@ -2,7 +2,7 @@
 
 import time
 
-from envdoctor.model import Check
+from envdoctor.target.model import Check
 
 
 def probe(torch, ctx):

@@ -3,7 +3,7 @@
 import os
 import sys
 
-from envdoctor.model import Check
+from envdoctor.target.model import Check
 
 
 def probe(torch, ctx):

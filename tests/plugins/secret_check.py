@@ -3,7 +3,7 @@
 import os
 import sys
 
-from envdoctor.model import Check, Finding, Severity
+from envdoctor.target.model import Check, Finding, Severity
 
 
 def probe(torch, ctx):

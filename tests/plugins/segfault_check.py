@@ -1,6 +1,6 @@
 """Test-only check: dereferences NULL inside the probe (a real SIGSEGV)."""
 
-from envdoctor.model import Check
+from envdoctor.target.model import Check
 
 
 def probe(torch, ctx):

@@ -3,8 +3,8 @@ and the probe must go on past it in a fresh worker."""
 
 import os
 
-from envdoctor.model import Check
-from envdoctor.probekit.steps import StepLost, step
+from envdoctor.target.model import Check
+from envdoctor.target.probekit.steps import StepLost, step
 
 
 def probe(torch, ctx):

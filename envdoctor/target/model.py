@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.configs.intent import Intent
+from envdoctor.target.intent import Intent
 
 SCHEMA = "envdoctor/1"
 
@@ -45,7 +45,7 @@ class Status(str, enum.Enum):
 
 
 # What `envdoctor fix` will understand, per remedy kind: verbs and their modifiers.
-# One spelling each (envdoctor.commands builds every command line from these):
+# One spelling each (envdoctor.target.commandline builds every command line from these):
 #   pip: install / upgrade: lists of requirement strings; uninstall: list of distribution
 #        names; constraints: requirements that must stay as they are (torch pinned);
 #        index_url: str; force_reinstall / no_deps / no_build_isolation / no_cache: bool;
@@ -157,7 +157,7 @@ class Environment:
     torch_import: Dict[str, Any] = field(default_factory=dict)
     intent: Optional[Intent] = None  # what the training config asks for (check --config), with where it says so
     rank: Optional[int] = None  # the distributed rank (check --distributed)
-    # where it runs (envdoctor.notebook.where.Where.to_dict): Colab, Kaggle, a notebook, a terminal; menu steps follow it
+    # where it runs (envdoctor.target.platform.where.Where.to_dict): Colab, Kaggle, a notebook, a terminal; menu steps follow it
     where: Dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -357,6 +357,9 @@ def status_from_findings(findings: Sequence[Finding]) -> Status:
 
 @dataclass
 class Report:
+    """Every check's result and the environment they ran in. In a notebook a report shows itself:
+    envdoctor.render.notebook gives the class its display when it loads (the model imports no renderer)."""
+
     environment: Dict[str, Any]
     checks: List[CheckResult]
 
@@ -376,30 +379,6 @@ class Report:
         import json
 
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
-
-    # ---- in a notebook: the report renders itself (envdoctor.report_html), with a text fallback
-
-    def _repr_html_(self) -> str:
-        from envdoctor.report_html import render_html
-
-        return render_html(self)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Dict[str, str]:
-        from envdoctor.report import render_text
-
-        return {"text/html": self._repr_html_(), "text/plain": render_text(self)}
-
-    def _ipython_display_(self) -> None:
-        """Shown once per cell: `envdoctor.check()` displays its report as it finishes, so the same
-        report returned as the cell's last expression is not shown a second time."""
-        from envdoctor.notebook.display import show_once
-
-        show_once(self, self._repr_mimebundle_)
-
-    def __repr__(self) -> str:
-        from envdoctor.report import summary_line
-
-        return "<envdoctor Report: %s>" % summary_line(self)
 
     def summary(self) -> Dict[str, Any]:
         statuses = {s.value: 0 for s in Status}

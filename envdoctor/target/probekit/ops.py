@@ -12,9 +12,9 @@ import math
 import warnings
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from envdoctor.model import op_fact
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import dtype_name, error_text
+from envdoctor.target.model import op_fact
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import dtype_name, error_text
 
 
 def max_rel_err(torch: Any, out: Any, ref: Any) -> float:

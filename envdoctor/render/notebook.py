@@ -1,31 +1,26 @@
 """Showing things in a notebook cell: a report displayed once per cell, and a progress line
-that the report replaces. Used only inside a kernel, where IPython is already imported."""
+that the report replaces. IPython is touched only inside a kernel, where it is already imported.
+
+Loading this module gives Report its notebook display (HTML with the terminal text as the
+fallback); `displayable` does the same for the other results a notebook shows (an
+explanation, a fix). The model itself imports no renderer."""
 
 from __future__ import annotations
 
-import sys
 from types import TracebackType
 from typing import Any, Callable, Dict, Optional, Type
+
+from envdoctor.render.html import render_html
+from envdoctor.render.terminal import render_text
+from envdoctor.render.vocabulary import summary_line
+from envdoctor.target.model import Report
+from envdoctor.target.platform.where import ipython_shell
 
 _SHOWN = "_envdoctor_shown_in"  # the execution count of the cell that displayed an object
 
 
-def in_kernel() -> bool:
-    """Inside a Jupyter/Colab/Kaggle/VS Code kernel (not a terminal, not `!envdoctor` in a cell)."""
-    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
-        return False
-    shell = _shell()
-    return shell is not None and getattr(shell, "kernel", None) is not None
-
-
-def _shell() -> Any:
-    ipython = sys.modules.get("IPython")
-    get = getattr(ipython, "get_ipython", None)
-    return get() if get else None
-
-
 def _count() -> Optional[int]:
-    shell = _shell()
+    shell = ipython_shell()
     return getattr(shell, "execution_count", None) if shell is not None else None
 
 
@@ -79,3 +74,35 @@ class NotebookProgress:
         if event in ("start", "finish") and self._handle is not None:
             doing = "probing %s… " % check_id if event == "start" else ""
             self._handle.update(self._bundle("%s%d checks done" % (doing, self._done)), raw=True)
+
+
+Bundle = Callable[[Any], Dict[str, str]]
+
+
+def displayable(cls: type, bundle: Bundle, describe: Optional[Callable[[Any], str]] = None) -> None:
+    """Give `cls` its notebook display: `bundle(obj)` ({mime type: text}) shown once per cell,
+    and `describe(obj)` as its repr."""
+
+    def _repr_mimebundle_(self: Any, include: Any = None, exclude: Any = None) -> Dict[str, str]:
+        return bundle(self)
+
+    def _ipython_display_(self: Any) -> None:
+        show_once(self, lambda: bundle(self))
+
+    cls._repr_mimebundle_ = _repr_mimebundle_  # type: ignore[attr-defined]
+    cls._ipython_display_ = _ipython_display_  # type: ignore[attr-defined]
+    if describe is not None:
+        said = describe
+
+        def __repr__(self: Any) -> str:
+            return said(self)
+
+        cls.__repr__ = __repr__  # type: ignore[assignment]
+
+
+def report_bundle(report: Report) -> Dict[str, str]:
+    return {"text/html": render_html(report), "text/plain": render_text(report)}
+
+
+displayable(Report, report_bundle, lambda report: "<envdoctor Report: %s>" % summary_line(report))
+

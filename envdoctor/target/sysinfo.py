@@ -307,7 +307,7 @@ def _memory() -> Optional[Dict[str, Any]]:
 def _nvidia_driver() -> Optional[str]:
     """The kernel module's version line, read with the parser cuda-compat uses (imported
     here, in the facts thread, so the worker's start before `import torch` stays short)."""
-    from envdoctor.cuda_tables import parse_proc_driver_version
+    from envdoctor.target.cuda_tables import parse_proc_driver_version
 
     return parse_proc_driver_version(_read(NVIDIA_VERSION, 4096))
 

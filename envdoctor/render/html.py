@@ -11,8 +11,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Dict, List, Sequence
 
-from envdoctor.model import Finding, Report, Severity
-from envdoctor.report import GLYPH, SEVERITY_MARK, headline, intent_lines, summary_line
+from envdoctor.render.vocabulary import GLYPH, SEVERITY_MARK, headline, intent_lines, summary_line
+from envdoctor.target.model import Finding, Report, Severity
 
 _COLOR = {"green": "#2e9e44", "yellow": "#c98a00", "red": "#d03a3a", "cyan": "#2a8fb0", "dim": "#8a8a8a"}
 _STYLE = (

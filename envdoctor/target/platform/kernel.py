@@ -75,7 +75,7 @@ def in_this_kernel() -> List[Stale]:
 
 def kernel_state(where: Mapping[str, Any]) -> Dict[str, Any]:
     """What the report says about this kernel: the stale modules and, if any, the restart step."""
-    from envdoctor.notebook.menus import restart_step
+    from envdoctor.target.platform.menus import restart_step
 
     if not where.get("kernel"):
         return {}

@@ -98,8 +98,20 @@ def detect(environ: Mapping[str, str], modules: Collection[str], exists: Callabl
     return Where(TERMINAL, False)
 
 
-def here(gpus: Sequence[str] = ()) -> Where:
-    from envdoctor.notebook.display import in_kernel
+def in_kernel() -> bool:
+    """Inside a Jupyter/Colab/Kaggle/VS Code kernel (not a terminal, not `!envdoctor` in a cell)."""
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return False
+    shell = ipython_shell()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
+
+def ipython_shell() -> Any:
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get() if get else None
+
+
+def here(gpus: Sequence[str] = ()) -> Where:
     main = getattr(sys.modules.get("__main__"), "__dict__", {})
     return detect(os.environ, sys.modules, os.path.exists, gpus, in_kernel(), main)

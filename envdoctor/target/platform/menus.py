@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-from envdoctor.notebook.where import COLAB, JUPYTER, KAGGLE, VSCODE, Where
+from envdoctor.target.platform.where import COLAB, JUPYTER, KAGGLE, VSCODE, Where
 
 _GPU = {COLAB: "Runtime → Change runtime type → T4 GPU", KAGGLE: "Settings → Accelerator → GPU T4 x2"}
 _BF16_GPU = {COLAB: "Runtime → Change runtime type → L4 GPU or A100 GPU"}

@@ -1,5 +1,5 @@
 """A live progress line while probes run: on stderr in a terminal, in the cell in a notebook
-(envdoctor.notebook.display.NotebookProgress); nothing when output goes to a file or a pipe."""
+(envdoctor.render.notebook.NotebookProgress); nothing when output goes to a file or a pipe."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ class ProbeProgress:
 
 def finish(pending: Any, show: bool) -> Any:
     """pending.finish() (an engine.PendingCheck) with the progress display that suits where it runs."""
-    from envdoctor.notebook.display import NotebookProgress, in_kernel
+    from envdoctor.render.notebook import NotebookProgress
+    from envdoctor.target.platform.where import in_kernel
 
     if show and in_kernel():
         with NotebookProgress() as shown:

@@ -21,9 +21,9 @@ import traceback
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.model import op_fact
-from envdoctor.probekit.steps import StepLost, step
-from envdoctor.probekit.text import error_text, exception_chain, warning_texts
+from envdoctor.target.model import op_fact
+from envdoctor.target.probekit.steps import StepLost, step
+from envdoctor.target.probekit.text import error_text, exception_chain, warning_texts
 
 _MAX_TEXT = 3000
 

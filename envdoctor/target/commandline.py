@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.model import Environment, Remedy
-from envdoctor.versions import requirement_name
+from envdoctor.target.model import Environment, Remedy
+from envdoctor.target.versions import requirement_name
 
 _SAFE = re.compile(r"^[A-Za-z0-9/._+:=,@%-]+$")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.cuda_tables import parse_capability as capability_tuple  # (8, 0) from '8.0' or [8, 0]
-from envdoctor.model import ProbeContext
-from envdoctor.probekit.text import error_text
+from envdoctor.target.cuda_tables import parse_capability as capability_tuple  # (8, 0) from '8.0' or [8, 0]
+from envdoctor.target.model import ProbeContext
+from envdoctor.target.probekit.text import error_text
 
 
 def device_index(device: str) -> int:

@@ -28,11 +28,11 @@ import warnings
 from types import ModuleType
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from envdoctor.model import Check, ProbeContext
-from envdoctor.probekit import steps
-from envdoctor.probekit.distributions import installed_version
-from envdoctor.probekit.text import exception_text, warning_texts
-from envdoctor.redact import Redactor
+from envdoctor.target.model import Check, ProbeContext
+from envdoctor.target.probekit import steps
+from envdoctor.target.probekit.distributions import installed_version
+from envdoctor.target.probekit.text import exception_text, warning_texts
+from envdoctor.target.redact import Redactor
 
 PROTOCOL = 1
 _MAX_WARNINGS = 20
@@ -82,7 +82,7 @@ def _emit_system(channel: Channel) -> threading.Thread:
     """Collect the system facts (OS, compilers, CPU flags, packages) in a thread while torch
     imports, and send them as soon as they are ready: even a torch import that crashes the
     worker leaves them in the report."""
-    from envdoctor import sysinfo  # here, not at the top: the parent imports this module for load_module_file alone
+    from envdoctor.target import sysinfo  # here, not at the top: the parent imports this module for load_module_file alone
 
     def run() -> None:
         try:
@@ -219,7 +219,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch, torch_info = import_torch()
     if system is not None:
         system.join(10.0)  # the facts are sent before "torch", so the runner has them with the handshake
-    from envdoctor import sysinfo
+    from envdoctor.target import sysinfo
 
     runtime = sysinfo.torch_runtime(torch) if torch is not None else None
     channel.emit("torch", runtime=runtime, **torch_info)
