@@ -41,7 +41,7 @@ def tests(session: nox.Session) -> None:
     """pytest on the real CPU torch (pinned), with envdoctor installed editable."""
     session.install(TORCH, "numpy")
     # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel
-    session.install("-e", ".", "pytest", "hatchling", "nbclient", "nbformat", "ipykernel", TORCH)
+    session.install("-e", ".", "pytest", "setuptools>=77", "nbclient", "nbformat", "ipykernel", TORCH)
     session.run("pytest", *session.posargs)
 
 

@@ -29,14 +29,15 @@ import sys
 import traceback
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.commandline import pip_command, pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit import distributions
 from envdoctor.target.probekit.gpus import cuda_devices, identity
 from envdoctor.target.probekit.imports import record_import
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import error_text, exception_text, short_dtype
+from envdoctor.target.remedies.actions import pip_remedy
+from envdoctor.target.remedies.commandline import pip_command
 from envdoctor.target.versions import release_tuple
 
 ID = "apex"
@@ -457,7 +458,7 @@ UPGRADE_STORY = ("`pip install --upgrade apex` only seemed to fix seed 002: it r
                  "PyPI package named apex, whose import fails, so transformers fell back to its own T5LayerNorm")
 
 
-def _uninstall_remedy(facts: Dict[str, Any], env: Environment, why: str) -> Remedy:
+def _uninstall_remedy(facts: Dict[str, Any], env: Target, why: str) -> Remedy:
     dist = facts.get("distribution") or {}
     if dist and not dist.get("error"):
         return pip_remedy(why, "apex-uninstall", env, uninstall=["apex"])
@@ -465,7 +466,7 @@ def _uninstall_remedy(facts: Dict[str, Any], env: Environment, why: str) -> Reme
     return Remedy("%s: no pip record owns it, so delete %s by hand" % (why, where), id="apex-remove-folder")
 
 
-def build_remedies(facts: Dict[str, Any], env: Environment, why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
+def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
     """NVIDIA apex from a source checkout, against the installed torch (docs/facts.md §5 "Install")."""
     cuda = facts.get("torch_cuda")
     torch_version = facts.get("torch")
@@ -502,11 +503,11 @@ def build_remedies(facts: Dict[str, Any], env: Environment, why: str, uninstall_
     )
 
 
-def _rebuild_or_remove(facts: Dict[str, Any], env: Environment, why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
+def _rebuild_or_remove(facts: Dict[str, Any], env: Target, why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
     return (*build_remedies(facts, env, why_build, uninstall_first=True), _uninstall_remedy(facts, env, why_uninstall))
 
 
-def _impostor(facts: Dict[str, Any], env: Environment, evidence: List[str], nvidia: List[str]) -> Finding:
+def _impostor(facts: Dict[str, Any], env: Target, evidence: List[str], nvidia: List[str]) -> Finding:
     dist = facts.get("distribution") or {}
     package = facts.get("package") or {}
     imp = facts.get("import") or {}
@@ -586,7 +587,7 @@ def _device_name(facts: Dict[str, Any], device: str) -> str:
     return device
 
 
-def _fused_findings(facts: Dict[str, Any], env: Environment, route: Dict[str, Any]) -> List[Finding]:
+def _fused_findings(facts: Dict[str, Any], env: Target, route: Dict[str, Any]) -> List[Finding]:
     findings: List[Finding] = []
     failed = _norm_failures(facts)
     if failed:
@@ -648,7 +649,7 @@ def _fused_findings(facts: Dict[str, Any], env: Environment, route: Dict[str, An
     return findings
 
 
-def _nvidia(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def _nvidia(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     dist = facts.get("distribution") or {}
     imp = facts.get("import") or {}
@@ -754,7 +755,7 @@ def _nvidia(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     return findings
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     kind, impostor, nvidia = classify(facts)
     if kind == "absent":
         return []

@@ -20,13 +20,13 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.target.commandline import config_remedy, pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import bf16_gpu_step
 from envdoctor.target.probekit.gpus import capability_tuple, device_index, identity
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import dedupe, error_text
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "bf16-support"
 NATIVE_CC = (8, 0)  # docs/facts.md §2: "BF16 requires compute capability 8.0 or higher"
@@ -214,7 +214,7 @@ def _label(dev: Dict[str, Any]) -> str:
                         " (compute capability %s)" % dev["capability"] if dev.get("capability") else "")
 
 
-def _precision_remedies(dev: Dict[str, Any], env: Environment) -> Tuple[Remedy, ...]:
+def _precision_remedies(dev: Dict[str, Any], env: Target) -> Tuple[Remedy, ...]:
     return (
         config_remedy("Compute in fp16 with loss scaling instead: accelerate `mixed_precision: fp16`, transformers `fp16=True` "
                       "(and `bf16=False`), OneTrainer `train_dtype: FLOAT_16`, vLLM `--dtype half`",
@@ -254,7 +254,7 @@ def _timing_evidence(dev: Dict[str, Any]) -> List[str]:
     return [text]
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     if facts.get("no_bfloat16"):
         return [Finding(ID, "no-bfloat16", Severity.WARNING, "torch %s has no bfloat16 dtype" % facts.get("torch"),
                         ("hasattr(torch, 'bfloat16') is False",),

@@ -5,15 +5,16 @@ implemented for 'Half'` when autotrain ran SDXL DreamBooth in fp16 on a CPU.)"""
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from envdoctor.target.commandline import config_remedy, pip_remedy
 from envdoctor.target.intent import Setting, config_evidence, config_subject
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices, op_fact
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices, op_fact
 from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.platform.where import TERMINAL, Where
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import dtype_name, error_text, short_dtype
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "cpu-half-kernels"
 DTYPES = ("float16", "bfloat16")
@@ -106,11 +107,11 @@ FP32_ON_CPU = ("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision:
                "OneTrainer `train_dtype: FLOAT_32` and `weight_dtype: FLOAT_32`")
 
 
-def _use_gpu(where: Optional[Dict[str, Any]], label: str) -> Remedy:
+def _use_gpu(where: Where, label: str) -> Remedy:
     return Remedy("Move the run to a GPU (%s), where %s kernels exist" % (gpu_runtime_step(where), label), kind="manual", id="use-gpu")
 
 
-def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environment,
+def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Target,
               asked: Sequence[Setting] = ()) -> Tuple[Remedy, ...]:
     label = short_dtype(dtype)
     # no GPU here: the CPU build, not GBs of CUDA libraries
@@ -128,7 +129,7 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Environmen
     )
 
 
-def asked_on_cpu(env: Environment, label: str, accelerators: List[str]) -> List[Setting]:
+def asked_on_cpu(env: Target, label: str, accelerators: List[str]) -> List[Setting]:
     """The training config's settings that ask for `label` ("fp16") on the CPU."""
     intent = env.intent
     if intent is None or intent.runs_on(accelerators) != "cpu":
@@ -136,7 +137,7 @@ def asked_on_cpu(env: Environment, label: str, accelerators: List[str]) -> List[
     return intent.asks_dtype(label, bf16_gpu=False)  # on the CPU, "auto" finds no bf16 GPU
 
 
-def _severity(env: Environment, asked: List[Setting], accelerators: List[str]) -> Severity:
+def _severity(env: Target, asked: List[Setting], accelerators: List[str]) -> Severity:
     if asked:
         return Severity.ERROR
     if env.intent is not None:  # the config trains in another precision or on another device
@@ -146,7 +147,7 @@ def _severity(env: Environment, asked: List[Setting], accelerators: List[str]) -
     return Severity.WARNING if accelerators else Severity.ERROR
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     ops = [o for o in facts.get("ops") or () if o.get("device") == "cpu"]
     accelerators = list(facts.get("accelerators") or ())
@@ -213,7 +214,7 @@ def summarize(facts: Dict[str, Any]) -> str:
 # What `explain` can say from a traceback alone; the live findings add the exact commands.
 EXPLAIN_REMEDIES = (
     Remedy(FP32_ON_CPU, id="precision-fp32"),
-    _use_gpu(None, "half"),
+    _use_gpu(Where(TERMINAL), "half"),  # explain: where the failed run was is not known
     Remedy("Upgrade torch to 2.1 or newer: measured, torch 2.13 runs layer_norm, addmm, conv2d, bmm, group_norm and softmax "
            "in fp16 on the CPU (torch 2.0.1 runs none of them)", id="torch-upgrade"),
 )

@@ -17,13 +17,13 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.target.commandline import config_remedy, env_remedy, pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.probekit.distributions import requires
 from envdoctor.target.probekit.gpus import capability_tuple, cuda_devices, device_index, identity, visible_devices_value
 from envdoctor.target.probekit.ops import attempt, randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import dedupe, error_text, short_dtype
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
 
 ID = "cublas"
 
@@ -231,7 +231,7 @@ def _label(dev: Dict[str, Any]) -> str:
     return "%s %s%s" % (dev["id"], name, " (compute capability %s)" % cap if cap else "")
 
 
-def _reinstall_remedy(facts: Dict[str, Any], env: Environment, library: str) -> Remedy:
+def _reinstall_remedy(facts: Dict[str, Any], env: Target, library: str) -> Remedy:
     """Reinstall exactly the cuBLAS / cuDNN build that this torch pins."""
     pins = [r.split(";")[0].strip() for r in facts.get("requirements") or () if library in r.lower()]
     version = str(facts.get("torch") or "")
@@ -254,7 +254,7 @@ def _reinstall_remedy(facts: Dict[str, Any], env: Environment, library: str) -> 
     return Remedy(summary, id="reinstall-torch-cuda")
 
 
-def _foreign_libraries(facts: Dict[str, Any], env: Environment, library: str) -> List[str]:
+def _foreign_libraries(facts: Dict[str, Any], env: Target, library: str) -> List[str]:
     """Loaded copies of the library that are not torch's own pip/conda ones."""
     prefix = str(env.prefix or "").rstrip("/")
     out = []
@@ -286,7 +286,7 @@ def _ld_without(ld: str, foreign: List[str]) -> Optional[str]:
     return ":".join(keep) if len(keep) < len(entries) else None
 
 
-def _ld_remedy(facts: Dict[str, Any], env: Environment, library: str) -> Remedy:
+def _ld_remedy(facts: Dict[str, Any], env: Target, library: str) -> Remedy:
     name = "libcublas" if library == "cublas" else "libcudnn"
     ld = (facts.get("env") or {}).get("LD_LIBRARY_PATH") or ""
     foreign = _foreign_libraries(facts, env, name)
@@ -305,7 +305,7 @@ def _ld_remedy(facts: Dict[str, Any], env: Environment, library: str) -> Remedy:
                   kind="manual", id="ld-library-path")
 
 
-def _library_remedies(facts: Dict[str, Any], env: Environment, library: str) -> Tuple[Remedy, ...]:
+def _library_remedies(facts: Dict[str, Any], env: Target, library: str) -> Tuple[Remedy, ...]:
     return (
         _reinstall_remedy(facts, env, library),
         Remedy("Check the driver: `nvidia-smi` must list this GPU without errors, and the driver must be new enough for CUDA %s "
@@ -366,7 +366,7 @@ def _healthy(dev: Dict[str, Any], ops: List[Dict[str, Any]], facts: Dict[str, An
     return not _device_failures(dev, ops, facts) and not _low(dev.get("mem_start"))
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     devices = facts.get("devices") or []
     if not devices:
         return [_no_cuda(facts)]
@@ -385,7 +385,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     return findings
 
 
-def _diagnose_device(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any], ops: List[Dict[str, Any]], others: List[Dict[str, Any]]) -> List[Finding]:
+def _diagnose_device(facts: Dict[str, Any], env: Target, dev: Dict[str, Any], ops: List[Dict[str, Any]], others: List[Dict[str, Any]]) -> List[Finding]:
     label = _label(dev)
     subject = {"device": dev["id"], "name": dev.get("name"), "capability": dev.get("capability")}
     failures = _device_failures(dev, ops, facts)

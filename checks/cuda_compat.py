@@ -18,13 +18,13 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.target import cuda_tables as ct
-from envdoctor.target.commandline import env_remedy, pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.distributions import installed_version
 from envdoctor.target.probekit.gpus import identity
 from envdoctor.target.probekit.ops import attempt
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import error_text, exception_text, warning_texts
+from envdoctor.target.remedies.actions import env_remedy, pip_remedy
 
 ID = "cuda-compat"
 SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total")
@@ -262,7 +262,7 @@ class _Gpu:
 class _View:
     """What the raw facts say, derived once: driver, GPUs, torch build."""
 
-    def __init__(self, facts: Dict[str, Any], env: Environment) -> None:
+    def __init__(self, facts: Dict[str, Any], env: Target) -> None:
         self.facts = facts
         self.env = env
         self.system = env.os
@@ -528,7 +528,7 @@ def _mismatch_finding(view: _View) -> Optional[Finding]:
     )
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     view = _View(facts, env)
     t = view.torch
     findings: List[Finding] = []
@@ -628,7 +628,7 @@ def _rocm_info(view: _View) -> Finding:
 
 
 def summarize(facts: Dict[str, Any]) -> str:
-    view = _View(facts, Environment())
+    view = _View(facts, Target())
     t = view.torch
     parts: List[str] = []
     if view.driver or view.driver_cuda:

@@ -30,12 +30,12 @@ import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target import cuda_tables as ct
-from envdoctor.target.commandline import config_remedy, env_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, visible_devices_value
 from envdoctor.target.probekit.ops import attempt
 from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import dedupe, error_text, exception_text
+from envdoctor.target.remedies.actions import config_remedy, env_remedy
 
 ID = "device-memory"
 
@@ -468,7 +468,7 @@ def _visible_value(facts: Dict[str, Any], roomy: List[Dict[str, Any]]) -> Option
     return visible_devices_value(current, [int(dev.get("index", 0)) for dev in roomy])
 
 
-def _alloc_conf_remedy(facts: Dict[str, Any], env: Environment) -> Optional[Remedy]:
+def _alloc_conf_remedy(facts: Dict[str, Any], env: Target) -> Optional[Remedy]:
     """expandable_segments:True, added to what the variable already says.
 
     torch docs, "CUDA semantics" → "Memory management" / "Optimizing memory usage with
@@ -493,7 +493,7 @@ def _alloc_conf_remedy(facts: Dict[str, Any], env: Environment) -> Optional[Reme
                       "allocator use expandable segments: %s=%s" % (name, value), "expandable-segments", set_env={name: value})
 
 
-def _memory_remedies(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any], roomy: List[Dict[str, Any]]) -> Tuple[Remedy, ...]:
+def _memory_remedies(facts: Dict[str, Any], env: Target, dev: Dict[str, Any], roomy: List[Dict[str, Any]]) -> Tuple[Remedy, ...]:
     others = [a for a in _holders(facts, dev) if not a.get("self")]
     who = " (%s)" % "; ".join(_holder_text(a) for a in others) if others else ""
     smi_index = dev.get("smi_index")
@@ -518,7 +518,7 @@ def _memory_remedies(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any
     return tuple(remedies)
 
 
-def _device_finding(facts: Dict[str, Any], env: Environment, dev: Dict[str, Any], verdict: str, roomy: List[Dict[str, Any]]) -> Finding:
+def _device_finding(facts: Dict[str, Any], env: Target, dev: Dict[str, Any], verdict: str, roomy: List[Dict[str, Any]]) -> Finding:
     label = _label(dev)
     subject = {"device": dev["id"], "name": dev.get("name")}
     evidence = tuple(_device_evidence(facts, dev, pressed=verdict in ("oom", "low")))
@@ -599,7 +599,7 @@ def _host_finding(facts: Dict[str, Any]) -> Optional[Finding]:
                    tuple(evidence), (), subject)
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     devices = facts.get("devices") or []
     verdicts = {dev["id"]: _verdict(dev) for dev in devices}
     findings: List[Finding] = []

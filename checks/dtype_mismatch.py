@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from envdoctor.target.commandline import config_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.text import short_dtype
+from envdoctor.target.remedies.actions import config_remedy
 
 ID = "dtype-mismatch"
 FLOATS = ("float32", "float16", "bfloat16")
@@ -77,7 +77,7 @@ def _garbage(fact: Dict[str, Any]) -> bool:
     return isinstance(err, str) or (err is not None and float(err) > TOLERANCE)
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     for device in facts.get("devices") or ():
         ops = [o for o in facts.get("ops") or () if o.get("device") == device]
@@ -123,7 +123,7 @@ def summarize(facts: Dict[str, Any]) -> str:
     return "; ".join(parts) or "no device selected"
 
 
-# Messages as envdoctor.explain.spelling writes them (Half, Float, BFloat16 for every spelling);
+# Messages as envdoctor.pipeline.explain.spelling writes them (Half, Float, BFloat16 for every spelling);
 # the CPU and CUDA wordings of each mix are in ../docs/facts.md and the probe's own facts.
 _FLOATS = r"(Float|Half|BFloat16)"
 # Two different float dtypes: `torch.cuda.FloatTensor` against `torch.FloatTensor` reads "Float" twice once

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.target.commandline import pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.gpus import capability_tuple, identity
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.text import error_text
+from envdoctor.target.remedies.actions import pip_remedy
 
 ID = "fp8"
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
@@ -115,7 +115,7 @@ def _cast_wrong(fact: Dict[str, Any]) -> bool:
     return isinstance(err, str) or float(err) > CAST_TOLERANCE.get(fact.get("dtype", ""), 0.2)
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     version = facts.get("torch", "?")
     if not facts.get("dtypes"):

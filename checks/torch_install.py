@@ -6,13 +6,13 @@ from __future__ import annotations
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.target.commandline import config_remedy, pip_remedy
-from envdoctor.target.model import Check, Environment, Finding, ProbeContext, Remedy, Severity, Signature, available_devices
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.probekit.distributions import installed_version
 from envdoctor.target.probekit.gpus import identity
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "torch-install"
 
@@ -114,7 +114,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 # ---------------------------------------------------------------- rules
 
 
-def _install_remedies(env: Environment, reinstall: Optional[str]) -> Tuple[Remedy, ...]:
+def _install_remedies(env: Target, reinstall: Optional[str]) -> Tuple[Remedy, ...]:
     if reinstall:
         return (
             pip_remedy("Reinstall the same torch release with its dependencies (its CUDA libraries come as separate packages)",
@@ -133,7 +133,7 @@ def _frames(text: str, limit: int = 4) -> List[str]:
     return frames[-limit:]
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     imp = facts.get("torch_import") or {}
     dist = facts.get("torch_dist")
@@ -185,7 +185,7 @@ def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
     return findings
 
 
-def training_device(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def training_device(facts: Dict[str, Any], env: Target) -> List[Finding]:
     """The training config's device against the devices torch sees: a forced `cuda` with no
     GPU fails at the first `.to("cuda")`; a forced `cpu` beside a GPU trains slowly and
     meets the CPU's missing half kernels."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from envdoctor.api import FixResult
-    from envdoctor.explain import Explanation
+    from envdoctor.pipeline.explain import Explanation
     from envdoctor.target.model import Report
 
 from envdoctor.target.version import __version__ as __version__

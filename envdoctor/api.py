@@ -11,8 +11,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from envdoctor.engine import CheckRequest, PendingCheck
-from envdoctor.explain import Explanation
+from envdoctor.pipeline.check.engine import PendingCheck
+from envdoctor.pipeline.check.request import CheckRequest
+from envdoctor.pipeline.explain import Explanation
 from envdoctor.render import notebook as cell
 from envdoctor.render.html import lines_html
 from envdoctor.render.lines import explanation_lines
@@ -100,11 +101,10 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
         only: Sequence[str] = (), show: bool = True, **options: Any) -> FixResult:
     """`envdoctor fix`: plan the remedies for check's findings; with yes=True apply them, verify them
     and journal them for `envdoctor undo`. Environment variables are set in this process too."""
-    from envdoctor.fix.apply import apply_plan
-    from envdoctor.fix.journal import Journal, state_dir
-    from envdoctor.fix.plan import make_plan
+    from envdoctor.pipeline.fix.apply import apply_plan
+    from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.plan import make_plan
     from envdoctor.target.platform.kernel import kernel_state
-    from envdoctor.target.platform.where import here
 
     request = _request(python, config, dict(options, only=list(only)))
     report = _finish(request, show)
@@ -112,7 +112,7 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
     outcome = apply_plan(plan, request, Journal(state_dir())) if yes and plan.applicable else None
     result = FixResult(plan.to_dict(), outcome.to_dict() if outcome else None)
     if outcome is not None:
-        result.notes = list(kernel_state(here().to_dict()).get("notes") or ())
+        result.notes = list(kernel_state(report.target.where).get("notes") or ())
     if show:
         _present(result, lambda: print("\n".join(result.lines())))
     return result
@@ -122,8 +122,8 @@ def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bo
             show: bool = True) -> Explanation:
     """`envdoctor explain`: a traceback or log text, an exception, or (nothing) the last exception
     this interpreter printed (a notebook's last failed cell)."""
-    from envdoctor.explain import explain as explain_excerpt
-    from envdoctor.explain.reader import read_text
+    from envdoctor.pipeline.explain import explain as explain_excerpt
+    from envdoctor.pipeline.explain.reader import read_text
 
     text = _traceback_text(text_or_exception)
     explanation = explain_excerpt(read_text(text), probe=probe, python=python)

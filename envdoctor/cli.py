@@ -69,9 +69,10 @@ def check(
 
     Exit code 0: no errors; 1: at least one error finding; 2: bad input.
     """
-    from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.pipeline.check.engine import PendingCheck
+    from envdoctor.pipeline.check.request import CheckRequest, UsageError
+    from envdoctor.pipeline.check.runner import BadInterpreter
     from envdoctor.render.progress import finish
-    from envdoctor.runner import BadInterpreter
 
     if as_json and markdown:
         raise CliError("--json and --markdown cannot be combined")
@@ -126,9 +127,10 @@ def fix(
     Exit code 0: nothing to fix, or everything applied and verified; 1: findings left or a step failed
     (everything it did rolled back); 2: bad input.
     """
-    from envdoctor.engine import CheckRequest, PendingCheck, UsageError
+    from envdoctor.pipeline.check.engine import PendingCheck
+    from envdoctor.pipeline.check.request import CheckRequest, UsageError
+    from envdoctor.pipeline.check.runner import BadInterpreter
     from envdoctor.render.progress import finish
-    from envdoctor.runner import BadInterpreter
 
     if config and no_config:
         raise CliError("--config and --no-config cannot be combined")
@@ -137,7 +139,7 @@ def fix(
         report = finish(PendingCheck(request), show=not as_json)
     except (UsageError, BadInterpreter) as exc:
         raise CliError(str(exc)) from None
-    from envdoctor.fix.plan import make_plan
+    from envdoctor.pipeline.fix.plan import make_plan
     from envdoctor.render.lines import outcome_lines, plan_lines
 
     plan = make_plan(report, prefer=_split(prefer), only=request.only)
@@ -151,8 +153,8 @@ def fix(
         if not as_json and plan.applicable:
             print("Nothing changed. Apply with `envdoctor fix --yes`; every step is journaled for `envdoctor undo`.")
         return _done(result, as_json, 1)
-    from envdoctor.fix.apply import apply_plan
-    from envdoctor.fix.journal import Journal, JournalError, state_dir
+    from envdoctor.pipeline.fix.apply import apply_plan
+    from envdoctor.pipeline.fix.journal import Journal, JournalError, state_dir
 
     try:
         outcome = apply_plan(plan, request, Journal(state_dir()), say=None if as_json else _say)
@@ -176,7 +178,7 @@ def explain(
 
     Exit code 0: a cause was found; 1: none was; 2: unreadable input.
     """
-    from envdoctor.explain.reader import NotText
+    from envdoctor.pipeline.explain.reader import NotText
 
     try:
         excerpt = _read_log(log)
@@ -201,7 +203,7 @@ def run(
 
     Exit code: the command's own (128+N when signal N killed it); 127 when it cannot be started.
     """
-    from envdoctor.explain.run import CommandNotFound, run_command, target_python
+    from envdoctor.pipeline.explain.run import CommandNotFound, run_command, target_python
 
     if not command:
         raise CliError("no command given: envdoctor run -- python train.py ...")
@@ -224,7 +226,7 @@ def run(
     for line in explanation_lines(explanation.to_dict()):
         _say(line)
     if fix_plan and explanation.diagnoses and explanation.report is not None:
-        from envdoctor.fix.plan import make_plan
+        from envdoctor.pipeline.fix.plan import make_plan
 
         plan = make_plan(explanation.report, prefer=[], only=[d.check for d in explanation.diagnoses])
         _say("")
@@ -236,7 +238,7 @@ def run(
 
 
 def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
-    from envdoctor.explain.reader import read_stream
+    from envdoctor.pipeline.explain.reader import read_stream
 
     if log in (None, "-"):
         if sys.stdin is None or sys.stdin.isatty():
@@ -251,12 +253,12 @@ def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
 
 
 def _explain(excerpt, probe: bool, python: Optional[str], timeout: Optional[float]):  # type: ignore[no-untyped-def]
-    from envdoctor.explain import explain as explain_excerpt
+    from envdoctor.pipeline.explain import explain as explain_excerpt
 
     if not probe:  # reading only: the engine and its worker are not needed
         return explain_excerpt(excerpt, probe=False)
-    from envdoctor.engine import CheckRequest, UsageError, validate_request
-    from envdoctor.runner import BadInterpreter
+    from envdoctor.pipeline.check.request import CheckRequest, UsageError, validate_request
+    from envdoctor.pipeline.check.runner import BadInterpreter
 
     try:
         validate_request(CheckRequest(timeout_s=timeout))
@@ -305,9 +307,9 @@ def undo(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> int:
     """Revert a fix run byte for byte from its journal (file backups, stashed packages): no network needed."""
-    from envdoctor.fix.journal import Journal, JournalError, state_dir
-    from envdoctor.fix.steps import FixError
-    from envdoctor.fix.undo import undo_run
+    from envdoctor.pipeline.fix.action import FixError
+    from envdoctor.pipeline.fix.journal import Journal, JournalError, state_dir
+    from envdoctor.pipeline.fix.undo import undo_run
     from envdoctor.render.lines import runs_lines
 
     try:
@@ -342,7 +344,7 @@ def _stdout_is_utf8() -> bool:
 
 
 def _list(plugins: bool) -> int:
-    from envdoctor.registry import load_checks
+    from envdoctor.pipeline.check.registry import load_checks
 
     loaded, broken = load_checks(plugins=plugins)
     width = max(len(c.check.id) for c in loaded)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from envdoctor.target.model import Check, Environment, Finding
+from envdoctor.target.model import Check, Finding, Target
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -34,22 +34,22 @@ def handwritten(name: str) -> Dict[str, Any]:
 
 
 # The target the rules see when a snapshot does not say (hand-written GPU snapshots).
-ENV = Environment(python="/home/me/venv/bin/python", python_version="3.11.7", platform="Linux-6.1.0-x86_64-with-glibc2.36",
+ENV = Target(python="/home/me/venv/bin/python", python_version="3.11.7", platform="Linux-6.1.0-x86_64-with-glibc2.36",
                   sys_platform="linux", machine="x86_64", prefix="/home/me/venv", torch="2.13.0+cpu", torch_import={"ok": True})
 
 
-def env_of(report: Dict[str, Any]) -> Environment:
+def env_of(report: Dict[str, Any]) -> Target:
     """The environment a recorded report was judged in."""
-    return Environment.from_report(report["environment"])
+    return Target.from_report(report["environment"])
 
 
-def env_for(facts: Dict[str, Any]) -> Environment:
+def env_for(facts: Dict[str, Any]) -> Target:
     """The target of a snapshot: snapshots recorded before rules took `env` carry the
     interpreter, prefix and platform in their facts; otherwise ENV."""
     torch = facts.get("torch")
     version = torch.get("version") if isinstance(torch, dict) else torch
     version = version or (facts.get("torch_import") or {}).get("version")
-    return Environment(
+    return Target(
         python=facts.get("python") or ENV.python,
         python_version=facts.get("python_version") or ENV.python_version,
         platform=ENV.platform,
@@ -61,7 +61,7 @@ def env_for(facts: Dict[str, Any]) -> Environment:
     )
 
 
-def judge(check: Check, facts: Dict[str, Any], env: Optional[Environment] = None) -> List[Finding]:
+def judge(check: Check, facts: Dict[str, Any], env: Optional[Target] = None) -> List[Finding]:
     """A check's rules on a snapshot, as the engine calls them."""
     return check.judge(facts, env or env_for(facts))
 

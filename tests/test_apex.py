@@ -20,7 +20,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Finding, Remedy, Severity
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["apex"]

@@ -140,8 +140,8 @@ def test_other_interpreter_without_envdoctor(tmp_path: Path) -> None:
 
 
 def test_python_api_returns_a_report() -> None:
-    from envdoctor.engine import CheckRequest, run_check
-
+    from envdoctor.pipeline.check.engine import run_check
+    from envdoctor.pipeline.check.request import CheckRequest
     report = run_check(CheckRequest(only=["fp8"]))
     assert [c.id for c in report.checks] == ["fp8"]
     assert report.ok and report.exit_code == 0

@@ -3,12 +3,13 @@ the target interpreter's own pip, torch pinned whenever pip resolves dependencie
 
 from __future__ import annotations
 
-from envdoctor.target.commandline import commands_for, config_remedy, env_remedy, pip_action, pip_remedy
-from envdoctor.target.model import ACTION_KEYS, Environment
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_action, pip_remedy
+from envdoctor.target.remedies.kinds import KINDS, commands_for
 from envdoctor.target.versions import requirement_name
 
-ENV = Environment(python="/home/me/my venv/bin/python", torch="2.13.0+cpu")
-NO_TORCH = Environment(python="/home/me/venv/bin/python", torch=None)
+ENV = Target(python="/home/me/my venv/bin/python", torch="2.13.0+cpu")
+NO_TORCH = Target(python="/home/me/venv/bin/python", torch=None)
 
 
 def test_installing_a_companion_pins_the_installed_torch() -> None:
@@ -30,7 +31,7 @@ def test_torch_itself_no_deps_or_no_torch_means_no_pin() -> None:
 def test_uninstall_first_then_one_install_with_flags_and_build_environment() -> None:
     action = pip_action(ENV, uninstall=["flash-attn"], install=["flash-attn==2.7.4"], no_build_isolation=True, no_cache=True,
                         build_env={"MAX_JOBS": "4", "FLASH_ATTENTION_FORCE_BUILD": "TRUE"})
-    assert set(action) <= set(ACTION_KEYS["pip"])
+    assert set(action) <= set(KINDS["pip"].keys)
     assert commands_for("pip", action, "/v/bin/python") == (
         "/v/bin/python -m pip uninstall -y flash-attn",
         "FLASH_ATTENTION_FORCE_BUILD=TRUE MAX_JOBS=4 /v/bin/python -m pip install --no-build-isolation --no-cache-dir "

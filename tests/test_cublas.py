@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import ProbeContext, Severity
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}

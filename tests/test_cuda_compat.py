@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 import pytest
 from conftest import check_of, codes, facts_of, find_python, handwritten, judge, load_fixture, run_json
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Severity
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["cuda-compat"]

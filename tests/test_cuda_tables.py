@@ -11,8 +11,9 @@ import pytest
 from conftest import ROOT, find_python
 
 from envdoctor.target import cuda_tables as ct
-from envdoctor.target.commandline import commands_for, pip_action
-from envdoctor.target.model import Environment
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.actions import pip_action
+from envdoctor.target.remedies.kinds import commands_for
 
 # ---------------------------------------------------------------- §1 driver table
 
@@ -318,7 +319,7 @@ def test_wheel_for_old_driver_keeps_the_installed_release():
     choice = ct.choose_wheel([(6, 1)], driver="470.223.02", python=(3, 10), prefer="2.1.1+cu121")
     assert choice is not None
     assert (choice.torch, choice.tag, choice.support) == ("2.1.2", "cu118", "minor-compat")
-    action = pip_action(Environment(torch="2.1.1+cu121"), install=choice.requirements(torchvision=True), index_url=choice.index_url)
+    action = pip_action(Target(torch="2.1.1+cu121"), install=choice.requirements(torchvision=True), index_url=choice.index_url)
     assert commands_for("pip", action, "python") == (
         "python -m pip install torch==2.1.2+cu118 torchvision==0.16.2+cu118 --index-url https://download.pytorch.org/whl/cu118",)
 

@@ -21,22 +21,22 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 from conftest import FIXTURES, check_of, codes, handwritten, run_json, torch_has_cuda
 
-from envdoctor.registry import load_checks
-from envdoctor.target.commandline import commands_for
-from envdoctor.target.model import Environment, Finding, ProbeContext, Severity
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.target.model import Finding, ProbeContext, Severity, Target
 from envdoctor.target.probekit import steps
+from envdoctor.target.remedies.kinds import commands_for
 
 LOADED = load_checks(plugins=False)[0]
 CHECK = {c.check.id: c.check for c in LOADED}["device-memory"]
 MODULE: Any = sys.modules["envdoctor.checks.device_memory"]
-ENV = Environment(python="/home/me/venv/bin/python", python_version="3.11.7", torch="2.13.0+cu128")
+ENV = Target(python="/home/me/venv/bin/python", python_version="3.11.7", torch="2.13.0+cu128")
 MiB = 2**20
 GiB = 2**30
 SNAPSHOTS = sorted(p.name for p in (FIXTURES / "handwritten").glob("device-memory-*.json"))
 OOM_T4 = handwritten("device-memory-t4-allocation-oom.json")["devices"][0]["alloc"]["error"]
 
 
-def judge(facts: Dict[str, Any], env: Environment = ENV) -> List[Finding]:
+def judge(facts: Dict[str, Any], env: Target = ENV) -> List[Finding]:
     """diagnose(), with the house rules every finding of this check must keep."""
     findings = CHECK.judge(json.loads(json.dumps(facts)), env)
     for finding in findings:
@@ -350,11 +350,11 @@ def test_expandable_segments_keeps_the_users_other_settings(variables: Dict[str,
 
 def test_no_expandable_segments_on_windows() -> None:
     facts = handwritten("device-memory-t4-allocation-oom.json")
-    windows = Environment(python="C:\\venv\\Scripts\\python.exe", python_version="3.11.7", torch="2.5.1+cu124", sys_platform="win32")
+    windows = Target(python="C:\\venv\\Scripts\\python.exe", python_version="3.11.7", torch="2.5.1+cu124", sys_platform="win32")
     assert "expandable-segments" not in remedies(judge(facts, windows)[0])
 
 
-# ---- every snapshot, and variants: remedies built by envdoctor.target.commandline
+# ---- every snapshot, and variants: remedies built by envdoctor.target.remedies.commandline
 
 
 def _variants() -> Iterator[Tuple[str, Dict[str, Any]]]:

@@ -18,9 +18,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 from conftest import check_of, codes, facts_of, load_fixture, run_envdoctor
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.intent import ConfigSource, Intent, Setting
-from envdoctor.target.model import Environment, Finding, Severity
+from envdoctor.target.model import Finding, Severity, Target
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["dora-fp8"]
 PEFT = load_fixture("cpu-dora-fp8-peft-0.21.2.json")
@@ -73,12 +73,12 @@ def onetrainer_intent(dora: bool = True, unet: str = "fp8", unet_trained: bool =
     )
 
 
-def env_with(intent: Optional[Intent], as_json: bool = False) -> Environment:
+def env_with(intent: Optional[Intent], as_json: bool = False) -> Target:
     """The rules' environment; as_json: as a recorded report's JSON environment rebuilds it."""
     if as_json and intent is not None:
-        return Environment.from_report({"executable": "/home/me/venv/bin/python", "torch": "2.13.0+cpu",
+        return Target.from_report({"executable": "/home/me/venv/bin/python", "torch": "2.13.0+cpu",
                                         "torch_import": {"ok": True}, "intent": intent.to_dict()})
-    return Environment(python="/home/me/venv/bin/python", torch="2.13.0+cpu", torch_import={"ok": True}, intent=intent)
+    return Target(python="/home/me/venv/bin/python", torch="2.13.0+cpu", torch_import={"ok": True}, intent=intent)
 
 
 def judge(report: Dict[str, Any], intent: Optional[Intent] = None, as_json: bool = False) -> List[Finding]:
@@ -181,8 +181,8 @@ def test_peft_dora_on_float8_fails_in_get_weight_norm_and_lora_passes(libs_pytho
 
 def _engine_facts(python: Optional[Path], **options: Any) -> Dict[str, Any]:
     """One real run with probe options, the way `check --config` / `--quick` hand them over."""
-    from envdoctor.engine import CheckRequest, run_check
-
+    from envdoctor.pipeline.check.engine import run_check
+    from envdoctor.pipeline.check.request import CheckRequest
     report = run_check(CheckRequest(python=str(python) if python else None, only=["dora-fp8"], options=options))
     return report.checks[0].facts
 
@@ -336,9 +336,9 @@ def _traceback(message: str, frame: str, before: str = "") -> str:
 
 
 def _explained(text: str) -> List[str]:
-    from envdoctor.explain.match import match
-    from envdoctor.explain.reader import read_text
-    from envdoctor.registry import load_checks
+    from envdoctor.pipeline.check.registry import load_checks
+    from envdoctor.pipeline.explain.match import match
+    from envdoctor.pipeline.explain.reader import read_text
 
     return [d.check for d in match(read_text(text), [c.check for c in load_checks(plugins=False)[0]]).diagnoses]
 

@@ -9,11 +9,11 @@ from typing import List
 import pytest
 from tracebacks import Case, cases
 
-from envdoctor.explain.match import Matching, match
-from envdoctor.explain.reader import MAX_KEPT, LogScanner, NotText, read_text
-from envdoctor.explain.spelling import canonical, dtypes_in
-from envdoctor.explain.tracebacks import raised_errors
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.pipeline.explain.match import Matching, match
+from envdoctor.pipeline.explain.reader import MAX_KEPT, LogScanner, NotText, read_text
+from envdoctor.pipeline.explain.spelling import canonical, dtypes_in
+from envdoctor.pipeline.explain.tracebacks import raised_errors
 
 CHECKS = [item.check for item in load_checks(plugins=False)[0]]
 CASES = cases()

@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target import versions
 from envdoctor.target.cuda_tables import TORCHVISION_FOR_TORCH
 from envdoctor.target.model import Finding, Severity

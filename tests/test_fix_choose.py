@@ -8,8 +8,9 @@ from typing import Optional
 
 from conftest import load_fixture
 
-from envdoctor.fix.choose import actionable, choose, merge_actions, prefer_matches, rank
-from envdoctor.fix.plan import _steps, config_action
+from envdoctor.pipeline.fix.choose import actionable, choose, merge_actions, prefer_matches, rank
+from envdoctor.pipeline.fix.kinds.config import edit_action
+from envdoctor.pipeline.fix.plan import _steps
 from envdoctor.target.model import Finding, Remedy, Severity, report_from_dict
 
 
@@ -101,11 +102,11 @@ def test_merge_refuses_disagreeing_values() -> None:
     assert merge_actions([APEX, APEX]) == APEX
 
 
-def test_config_action_keeps_only_the_values_it_replaces() -> None:
+def test_a_config_edit_keeps_only_the_values_it_replaces() -> None:
     """The device the run is on was judged by the rule on live facts; the edit filters by
     the values it replaces."""
-    assert config_action(FP32) == {"set": {"precision": "fp32"}, "when": {"precision": "fp16"}}
-    assert config_action(remedy("device-cuda", "config", set={"device": "cuda"}, when={"device": "cpu"})) == {
+    assert edit_action(FP32.action) == {"set": {"precision": "fp32"}, "when": {"precision": "fp16"}}
+    assert edit_action(remedy("device-cuda", "config", set={"device": "cuda"}, when={"device": "cpu"}).action) == {
         "set": {"device": "cuda"}, "when": {"device": "cpu"}}
 
 

@@ -27,9 +27,9 @@ from test_configs_json_toml import GUI_JSON, OLD_V9, SAVED_V11, SD_SCRIPTS
 from test_configs_yaml_shell import ACCELERATE_JSON, ACCELERATE_YAML, AXOLOTL_LORA, BRIEF_LINE, SCRIPT, SDXL_DREAMBOOTH
 
 from envdoctor.configs.detect import read_configs
-from envdoctor.fix import config_step
-from envdoctor.fix.config_step import ConfigAction, condition_holds, prepare, select, undo
-from envdoctor.fix.steps import FixError, NotApplicable
+from envdoctor.pipeline.fix.action import FixError, NotApplicable
+from envdoctor.pipeline.fix.kinds import config as config_kind
+from envdoctor.pipeline.fix.kinds.config import ConfigAction, condition_holds, prepare, select, undo
 from envdoctor.target.intent import ConfigSource, Intent, Setting
 
 if sys.version_info >= (3, 11):
@@ -368,7 +368,7 @@ def test_actions_that_do_not_apply_say_why(tmp_path: Path, files: List[Tuple[str
     [result] = prepare([action], read_configs([write(tmp_path, n, t) for n, t in files]))
     assert isinstance(result, NotApplicable) and not isinstance(result, ConfigAction)
     assert __import__("re").search(why, str(result)), str(result)
-    assert prepare([action], None)[0].args == (config_step.NO_CONFIG,)
+    assert prepare([action], None)[0].args == (config_kind.NO_CONFIG,)
 
 
 # ---------------------------------------------------------------- resolution, pure

@@ -10,11 +10,11 @@ from typing import Any, Dict
 import pytest
 from conftest import ENV, handwritten, judge
 
-from envdoctor.fix import env_step
-from envdoctor.fix.journal import Journal, JournalStep
-from envdoctor.fix.plan import make_plan
-from envdoctor.fix.steps import FixError
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.pipeline.fix.action import FixError
+from envdoctor.pipeline.fix.journal import Journal, JournalStep
+from envdoctor.pipeline.fix.kinds import env as env_kind
+from envdoctor.pipeline.fix.plan import make_plan
 from envdoctor.target.model import CheckResult, Report, status_from_findings
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
@@ -38,7 +38,7 @@ def test_variables_go_to_a_file_beside_the_users_own_lines_and_undo_restores_it(
     path = tmp_path / "env.sh"
     mine = b"# my own\nexport HF_HOME=/data/hf\nexport CUDA_VISIBLE_DEVICES=0,1\n"
     path.write_bytes(mine)
-    action = env_step.prepare({"unset_env": ["CUDA_VISIBLE_DEVICES"], "set_env": {"ACCELERATE_MIXED_PRECISION": "no"}}, path)
+    action = env_kind.prepare({"unset_env": ["CUDA_VISIBLE_DEVICES"], "set_env": {"ACCELERATE_MIXED_PRECISION": "no"}}, path)
     assert action.lines()[:2] == ["export ACCELERATE_MIXED_PRECISION=no", "unset CUDA_VISIBLE_DEVICES"]
     assert action.variables() == {"CUDA_VISIBLE_DEVICES": None, "ACCELERATE_MIXED_PRECISION": "no"}
     step = journal_step(tmp_path, action.to_dict())
@@ -46,22 +46,22 @@ def test_variables_go_to_a_file_beside_the_users_own_lines_and_undo_restores_it(
     action.confirm()
     assert path.read_text(encoding="utf-8") == ("# my own\nexport HF_HOME=/data/hf\n"
                                                  "export ACCELERATE_MIXED_PRECISION=no\nunset CUDA_VISIBLE_DEVICES\n")
-    env_step.undo(step)
+    env_kind.undo(step)
     assert path.read_bytes() == mine
 
 
 def test_a_new_file_is_removed_on_undo_and_a_changed_one_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "state" / "env.sh"
-    action = env_step.prepare({"set_env": {"ACCELERATE_MIXED_PRECISION": "bf16"}}, path)
+    action = env_kind.prepare({"set_env": {"ACCELERATE_MIXED_PRECISION": "bf16"}}, path)
     step = journal_step(tmp_path, action.to_dict())
     action.apply(step)
     assert "export ACCELERATE_MIXED_PRECISION=bf16\n" in path.read_text(encoding="utf-8")
-    env_step.undo(step)
+    env_kind.undo(step)
     assert not path.exists()
     action.apply(step := journal_step(tmp_path, action.to_dict()))
     path.write_text("export OTHER=1\n", encoding="utf-8")
     with pytest.raises(FixError, match="changed after the fix"):
-        env_step.undo(step)
+        env_kind.undo(step)
 
 
 def test_a_hidden_gpu_is_fixed_by_unsetting_the_variable() -> None:
@@ -86,7 +86,7 @@ def test_a_cpu_only_torch_on_a_gpu_machine_gets_the_build_for_its_driver() -> No
 def test_a_remedy_that_cannot_apply_here_is_shown_with_why() -> None:
     """The same finding for a target without a usable pip: a step shown, never applied."""
     report = report_of("cuda-compat", "cuda-compat-cpu-torch-t4-driver-535.json")
-    report.environment["executable"] = "/nonexistent/venv/bin/python"
+    report = Report(dict(report.environment, executable="/nonexistent/venv/bin/python"), report.checks)
     (step,) = make_plan(report).steps
     assert step.kind == "manual" and step.action is None and step.remedy.id == "torch-cuda-wheel"
     assert "cannot run the target interpreter" in step.passed_over[0][1]

@@ -11,10 +11,10 @@ from typing import List
 
 import pytest
 
-from envdoctor.fix import journal as journal_module
-from envdoctor.fix.journal import Journal, JournalError, RunJournal, state_dir
-from envdoctor.fix.steps import FixError
-from envdoctor.fix.undo import undo_run
+from envdoctor.pipeline.fix import journal as journal_module
+from envdoctor.pipeline.fix.action import FixError
+from envdoctor.pipeline.fix.journal import Journal, JournalError, RunJournal, state_dir
+from envdoctor.pipeline.fix.undo import undo_run
 
 
 def meta() -> dict:

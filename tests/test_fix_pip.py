@@ -16,13 +16,14 @@ from typing import Dict, Iterator, List
 import pytest
 from conftest import pip_install
 
-from envdoctor.fix import stash
-from envdoctor.fix.journal import Journal, JournalStep
-from envdoctor.fix.pip_step import PipAction, prepare
-from envdoctor.fix.steps import FixError, NotApplicable
-from envdoctor.fix.undo import undo_run
-from envdoctor.target.commandline import pip_action, pip_commands
-from envdoctor.target.model import Environment
+from envdoctor.pipeline.fix import stash
+from envdoctor.pipeline.fix.action import FixError, NotApplicable
+from envdoctor.pipeline.fix.journal import Journal, JournalStep
+from envdoctor.pipeline.fix.kinds.pip import PipAction, prepare
+from envdoctor.pipeline.fix.undo import undo_run
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.actions import pip_action
+from envdoctor.target.remedies.commandline import pip_commands
 
 pytestmark = pytest.mark.slow
 
@@ -79,8 +80,8 @@ def hashes(python: Path, names: List[str]) -> Dict[str, str]:
     return found
 
 
-def env_of(python: Path) -> Environment:
-    return Environment(python=str(python), torch=stash.listing(str(python))["torch"])
+def env_of(python: Path) -> Target:
+    return Target(python=str(python), torch=stash.listing(str(python))["torch"])
 
 
 def start(tmp_path: Path, action: PipAction) -> JournalStep:

@@ -7,9 +7,9 @@ import dataclasses
 
 from conftest import ENV, facts_of, load_fixture
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.intent import ConfigSource, Intent, Setting
-from envdoctor.target.model import Environment, Severity
+from envdoctor.target.model import Severity, Target
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 OLD = load_fixture("cpu-torch-2.0.1.json")  # torch 2.0.1: no fp16 layer_norm, addmm, conv on the CPU
@@ -27,11 +27,11 @@ def autotrain(precision: str, raw: str, device: str = "auto") -> Intent:
     return Intent((ConfigSource("train.yaml", "autotrain", "yaml", "autotrain-advanced dreambooth"),), tuple(settings))
 
 
-def env_with(intent: Intent) -> Environment:
+def env_with(intent: Intent) -> Target:
     return dataclasses.replace(ENV, torch="2.0.1+cu117", intent=intent)
 
 
-def cpu_half(env: Environment, accelerators: tuple = ()) -> list:
+def cpu_half(env: Target, accelerators: tuple = ()) -> list:
     facts = dict(facts_of(OLD, "cpu-half-kernels"), accelerators=list(accelerators))
     return CHECKS["cpu-half-kernels"].judge(facts, env)
 
@@ -69,7 +69,7 @@ def test_without_a_config_the_findings_are_what_they_were() -> None:
 
 def test_the_intent_round_trips_through_the_report_environment() -> None:
     intent = autotrain("fp16", "fp16")
-    env = Environment.from_report({"intent": intent.to_dict(), "torch": "2.13.0"})
+    env = Target.from_report({"intent": intent.to_dict(), "torch": "2.13.0"})
     assert env.intent == intent
     assert env.to_dict()["intent"]["summary"]["precision"] == "fp16"
 

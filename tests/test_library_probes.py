@@ -20,10 +20,11 @@ import pytest
 from conftest import ENV, check_of, env_of, facts_of, handwritten, load_fixture, run_envdoctor
 
 from envdoctor.configs.detect import read_configs
-from envdoctor.engine import CheckRequest, run_check
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.engine import run_check
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.target.intent import ConfigSource, Intent, Setting, merge
-from envdoctor.target.model import Environment, Finding, ProbeContext, Severity
+from envdoctor.target.model import Finding, ProbeContext, Severity, Target
 
 ID = "library-probes"
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}[ID]
@@ -88,7 +89,7 @@ def onetrainer(precision: str, weights: Dict[str, str], trained: List[str], devi
     return Intent((ConfigSource("sdxl.json", "onetrainer", "json", "OneTrainer config (__version 11)"),), tuple(settings))
 
 
-def judge(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def judge(facts: Dict[str, Any], env: Target) -> List[Finding]:
     return CHECK.judge(facts, env)
 
 

@@ -109,7 +109,7 @@ def test_environment_remedies_take_effect_in_the_kernel_and_undo_puts_them_back(
     that trains), beside the file a terminal would source; undo restores both."""
     nb = nbformat.v4.new_notebook()
     code(nb, "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''\nos.environ.pop('ACCELERATE_MIXED_PRECISION', None)\n"
-             "from pathlib import Path\nfrom envdoctor.fix import env_step\nfrom envdoctor.fix.journal import Journal\n"
+             "from pathlib import Path\nfrom envdoctor.pipeline.fix.kinds import env as env_step\nfrom envdoctor.pipeline.fix.journal import Journal\n"
              "action = env_step.prepare({'unset_env': ['CUDA_VISIBLE_DEVICES'], 'set_env': {'ACCELERATE_MIXED_PRECISION': 'no'}},"
              " Path(%r))\nstep = Journal(Path(%r)).begin({'python': 'python'}).add_step(1, 'env', action.to_dict())\n"
              "action.apply(step)\naction.confirm()\n"

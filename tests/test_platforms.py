@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from envdoctor.target.model import Environment, Finding
+from envdoctor.target.model import Finding, Target
 from envdoctor.target.platform.kernel import Stale, loaded_versions, stale
 from envdoctor.target.platform.menus import bf16_gpu_step, gpu_runtime_step, restart_step
 from envdoctor.target.platform.where import Where, detect
@@ -84,14 +84,14 @@ def test_envdoctor_in_a_shell_cell_of_colab_is_colab_without_a_kernel() -> None:
      "VS Code: Restart in the notebook's toolbar (or the command “Jupyter: Restart Kernel”)"),
 ])
 def test_menu_steps_follow_the_platform(name: str, gpu: str, restart: str) -> None:
-    where = where_of(name).to_dict()
+    where = where_of(name)
     assert gpu_runtime_step(where) == gpu
     assert restart_step(where) == restart
 
 
 def test_bf16_advice_knows_kaggle_has_no_bf16_gpu() -> None:
-    assert "no native bf16" in bf16_gpu_step(where_of("kaggle-t4x2").to_dict())
-    assert "L4 GPU or A100 GPU" in bf16_gpu_step(where_of("colab-t4").to_dict())
+    assert "no native bf16" in bf16_gpu_step(where_of("kaggle-t4x2"))
+    assert "L4 GPU or A100 GPU" in bf16_gpu_step(where_of("colab-t4"))
 
 
 def _use_gpu(findings: List[Finding]) -> str:
@@ -102,7 +102,7 @@ def test_the_rules_say_the_menu_step_of_where_they_run() -> None:
     """cpu-half-kernels on torch 2.0.1's recorded facts, judged as in a Colab and in a Kaggle CPU session."""
     from conftest import load_fixture
 
-    from envdoctor.registry import load_checks
+    from envdoctor.pipeline.check.registry import load_checks
     from envdoctor.target.intent import ConfigSource, Intent, Setting
 
     check = next(c.check for c in load_checks(plugins=False)[0] if c.check.id == "cpu-half-kernels")
@@ -110,7 +110,7 @@ def test_the_rules_say_the_menu_step_of_where_they_run() -> None:
     fp16 = Setting("precision", "fp16", "autotrain", "train.yaml", "params.mixed_precision", raw="fp16", line=6)
     intent = Intent((ConfigSource("train.yaml", "autotrain", "yaml", "autotrain-advanced dreambooth"),), (fp16,))
     for name, step in (("colab-cpu", "Runtime → Change runtime type → T4 GPU"), ("kaggle-cpu", "Settings → Accelerator → GPU T4 x2")):
-        env = Environment(torch="2.0.1", intent=intent, where=where_of(name).to_dict())
+        env = Target(torch="2.0.1", intent=intent, where=where_of(name))
         assert step in _use_gpu(check.judge(facts, env))
         assert ("Kaggle" in _use_gpu(check.judge(facts, env))) == (name == "kaggle-cpu")
 

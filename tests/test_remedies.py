@@ -1,6 +1,6 @@
 """Remedies are actions first, for `envdoctor fix`: every remedy any check produces, on
 every recorded and hand-written snapshot, speaks the closed action vocabulary of its
-kind, and its commands are exactly what envdoctor.target.commandline builds from that action."""
+kind, and its commands are exactly what envdoctor.target.remedies.commandline builds from that action."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import Iterator, Tuple
 import pytest
 from conftest import FIXTURES, env_for, env_of
 
-from envdoctor.registry import load_checks
-from envdoctor.target.commandline import commands_for
-from envdoctor.target.model import ACTION_KEYS, Environment, Finding
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.target.model import Finding, Target
+from envdoctor.target.remedies.kinds import KINDS, commands_for
 from envdoctor.target.versions import requirement_name
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 PREFIXES = sorted(CHECKS, key=len, reverse=True) + ["bf16"]
 
 
-def _snapshots() -> Iterator[Tuple[str, str, dict, Environment]]:
+def _snapshots() -> Iterator[Tuple[str, str, dict, Target]]:
     for path in sorted(FIXTURES.rglob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         name = str(path.relative_to(FIXTURES))
@@ -38,15 +38,15 @@ FINDINGS = [(name, check_id, f, env) for name, check_id, facts, env in _snapshot
 
 def test_the_snapshots_produce_remedies_of_every_kind() -> None:
     kinds = {r.kind for _, _, f, _ in FINDINGS for r in f.remedies}
-    assert kinds == set(ACTION_KEYS)
+    assert kinds == set(KINDS)
 
 
 @pytest.mark.parametrize(("name", "check_id", "finding", "env"), FINDINGS, ids=[f"{n}:{f.code}" for n, _, f, _ in FINDINGS])
-def test_every_remedy_is_an_action_and_its_commands_are_built_from_it(name: str, check_id: str, finding: Finding, env: Environment) -> None:
+def test_every_remedy_is_an_action_and_its_commands_are_built_from_it(name: str, check_id: str, finding: Finding, env: Target) -> None:
     assert finding.check == check_id
     for remedy in finding.remedies:
-        assert remedy.kind in ACTION_KEYS, remedy
-        assert set(remedy.action) <= set(ACTION_KEYS[remedy.kind]), (remedy.id, remedy.action)
+        assert remedy.kind in KINDS, remedy
+        assert set(remedy.action) <= set(KINDS[remedy.kind].keys), (remedy.id, remedy.action)
         assert remedy.summary
         if remedy.kind in ("pip", "env", "config"):
             assert remedy.action, remedy  # fix executes the action: one is required

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import codes, facts_of, judge, load_fixture
 
-from envdoctor.registry import load_checks
+from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Severity
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}

@@ -17,7 +17,7 @@ from typing import Any, Dict
 import pytest
 from conftest import PLUGINS, check_of, run_envdoctor
 
-from envdoctor.runner import DEFAULT_TIMEOUT_S, Runner
+from envdoctor.pipeline.check.runner import DEFAULT_TIMEOUT_S, Runner
 
 ID = "extension-abi"
 NMS = "operator torchvision::nms does not exist"
@@ -119,7 +119,7 @@ def test_the_users_timeout_overrides_a_checks_declared_budget() -> None:
 
 
 def test_a_check_whose_every_step_crashes_is_given_up_after_a_few() -> None:
-    from envdoctor.runner import MAX_LOST_STEPS
+    from envdoctor.pipeline.check.runner import MAX_LOST_STEPS
 
     proc = run_envdoctor("check", "--json", "--only", "test-every-step-crashes",
                          env={"ENVDOCTOR_CHECKS_PATH": str(PLUGINS / "every_step_crashes_check.py")})

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.commandline import config_remedy
 from envdoctor.target.intent import QUANTIZED, Intent, Setting
-from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.probekit.text import dedupe
+from envdoctor.target.remedies.actions import config_remedy
 
 ID = "dora-fp8"
 Run = Dict[str, Any]
@@ -235,7 +235,7 @@ def _peft_import(facts: Dict[str, Any]) -> Optional[Finding]:
                    ("import peft: %s: %s" % (fact.get("error_type"), fact.get("error")),), (), {"package": "peft"})
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     intent = env.intent
     ask = asked(intent)
     runs = list(facts.get("runs") or ())

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.commandline import pip_remedy
-from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.model import Finding, Remedy, Severity, Target
+from envdoctor.target.remedies.actions import pip_remedy
 from envdoctor.target.versions import release, release_tuple
 
 from .pairing import (
@@ -27,7 +27,7 @@ PYTORCH_INDEX = "https://download.pytorch.org/whl/"
 FLASH_ATTN_RELEASES = "https://github.com/Dao-AILab/flash-attention/releases/download"
 
 
-def _install_remedies(facts: Dict[str, Any], env: Environment, ext: Dict[str, Any], pair: Dict[str, Any],
+def _install_remedies(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], pair: Dict[str, Any],
                       broken: bool) -> Tuple[Remedy, ...]:
     name = ext.get("name") or ""
     dist = ext.get("dist") or name
@@ -78,7 +78,7 @@ def _install_remedies(facts: Dict[str, Any], env: Environment, ext: Dict[str, An
     return tuple(remedies)
 
 
-def _flash_attn_wheel(facts: Dict[str, Any], env: Environment, ext: Dict[str, Any]) -> Optional[str]:
+def _flash_attn_wheel(facts: Dict[str, Any], env: Target, ext: Dict[str, Any]) -> Optional[str]:
     """The name flash-attn's setup.py looks for on its GitHub release (docs/facts.md §4)."""
     torch = facts.get("torch") or {}
     version = ext.get("version")
@@ -103,7 +103,7 @@ def _flash_attn_wheel(facts: Dict[str, Any], env: Environment, ext: Dict[str, An
         "TRUE" if abi else "FALSE", py, py)
 
 
-def _flash_attn_remedies(facts: Dict[str, Any], env: Environment, ext: Dict[str, Any]) -> Tuple[Remedy, ...]:
+def _flash_attn_remedies(facts: Dict[str, Any], env: Target, ext: Dict[str, Any]) -> Tuple[Remedy, ...]:
     torch = facts.get("torch") or {}
     dist = ext.get("dist") or "flash-attn"
     version = ext.get("version")
@@ -201,7 +201,7 @@ def _evidence(ops: Sequence[Dict[str, Any]], limit: int = 12) -> List[str]:
     return seen[:limit]
 
 
-def _missing_dependency_remedy(env: Environment, ext: Dict[str, Any], missing: str) -> Remedy:
+def _missing_dependency_remedy(env: Target, ext: Dict[str, Any], missing: str) -> Remedy:
     name = ext.get("name") or "?"
     version = ext.get("version")
     spec = "%s==%s" % (ext.get("dist") or name, version) if version else (ext.get("dist") or name)
@@ -227,7 +227,7 @@ def _stack(step: Dict[str, Any], limit: int = 6) -> List[str]:
     return [line for line in (step.get("detail") or "").splitlines() if line.strip()][:limit]
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     torch_version = (facts.get("torch") or {}).get("version")
     all_ops = facts.get("ops") or []

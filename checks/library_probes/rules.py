@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.commandline import config_remedy, pip_remedy
 from envdoctor.target.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject
-from envdoctor.target.model import Environment, Finding, Remedy, Severity
+from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 from envdoctor.target.versions import release_tuple
 
 from .setups import Setup, other_half
@@ -151,7 +151,7 @@ def _fails_in_apex(run: Dict[str, Any]) -> bool:
 
 
 def _remedies(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], settings: Sequence[Setting], facts: Dict[str, Any],
-              env: Environment) -> Tuple[Remedy, ...]:
+              env: Target) -> Tuple[Remedy, ...]:
     setup = Setup.from_fact(run)
     half = setup.half
     device = run.get("device") or "cpu"
@@ -239,7 +239,7 @@ def _folded(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], facts: Dict
     return control is not None and not control.get("ok")
 
 
-def _run_finding(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], facts: Dict[str, Any], env: Environment,
+def _run_finding(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], facts: Dict[str, Any], env: Target,
                  intent: Optional[Intent]) -> Finding:
     settings = settings_of(run, intent)
     setup = Setup.from_fact(run)
@@ -260,7 +260,7 @@ def _run_finding(run: Dict[str, Any], all_runs: Sequence[Dict[str, Any]], facts:
                    _evidence(run, related, stack, intent, settings), _remedies(run, all_runs, settings, facts, env), subject)
 
 
-def _import_finding(op: Dict[str, Any], facts: Dict[str, Any], env: Environment) -> Finding:
+def _import_finding(op: Dict[str, Any], facts: Dict[str, Any], env: Target) -> Finding:
     library = op.get("package") or "?"
     version = op.get("version") or next((lib.get("version") for lib in facts.get("libraries") or () if lib.get("name") == library), None)
     evidence = ["import %s: %s: %s" % (op.get("module"), op.get("error_type"), op.get("error"))]
@@ -284,7 +284,7 @@ def _non_finite(run: Dict[str, Any]) -> Finding:
                    (), {"model": run.get("model"), "device": run.get("device"), "mode": run.get("mode")})
 
 
-def diagnose(facts: Dict[str, Any], env: Environment) -> List[Finding]:
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     if facts.get("skipped"):
         return []
     intent = env.intent

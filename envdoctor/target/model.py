@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.target.intent import Intent
+from envdoctor.target.platform.where import TERMINAL, Where
 
 SCHEMA = "envdoctor/1"
 
@@ -34,7 +35,7 @@ _SEVERITY_RANK = {Severity.OK: 0, Severity.INFO: 1, Severity.WARNING: 2, Severit
 
 
 class Status(str, enum.Enum):
-    """Outcome of one check: derived from its findings, or from the worker's fate."""
+    """The status of one check: derived from its findings, or from the worker's fate."""
 
     OK = "ok"
     WARNING = "warning"
@@ -44,31 +45,14 @@ class Status(str, enum.Enum):
     SKIPPED = "skipped"  # not applicable (e.g. torch does not import)
 
 
-# What `envdoctor fix` will understand, per remedy kind: verbs and their modifiers.
-# One spelling each (envdoctor.target.commandline builds every command line from these):
-#   pip: install / upgrade: lists of requirement strings; uninstall: list of distribution
-#        names; constraints: requirements that must stay as they are (torch pinned);
-#        index_url: str; force_reinstall / no_deps / no_build_isolation / no_cache: bool;
-#        build_env: {variable: value} for the build.
-ACTION_KEYS: Dict[str, Tuple[str, ...]] = {
-    "pip": ("install", "upgrade", "uninstall", "constraints", "index_url", "force_reinstall", "no_deps",
-            "no_build_isolation", "no_cache", "build_env"),
-    # set: {setting: value} on the training config's intent; when: the values it applies to; reduce: settings to lower;
-    # parts: the model parts a per-part setting (weight_dtype) is changed for (all when absent)
-    "config": ("set", "when", "reduce", "parts"),
-    "env": ("set_env", "unset_env"),
-    "manual": ("build_from_source", "driver_min"),
-}
-
-
 @dataclass(frozen=True)
 class Remedy:
     """One way out, as data: words always, exact commands where a program can act.
 
-    `kind` says who can apply it later: "pip", "config", "env" or "manual".
-    `action` is the machine-readable intent for `envdoctor fix`, in the closed
-    vocabulary of ACTION_KEYS for its kind (e.g. {"set": {"precision": "fp32"}}
-    or {"uninstall": ["apex"]}); "manual" actions only inform.
+    `kind` says who can apply it later: "pip", "config", "env" or "manual"
+    (envdoctor.target.remedies.kinds). `action` is the machine-readable intent for
+    `envdoctor fix`, in the closed vocabulary of its kind's keys (e.g. {"set":
+    {"precision": "fp32"}} or {"uninstall": ["apex"]}); "manual" actions only inform.
     """
 
     summary: str
@@ -116,7 +100,7 @@ class Signature:
     """How a failure of this family reads in a log (used by `explain`).
 
     `message` is a regex over the exception text ("Type: message") with every dtype
-    spelled as its scalar type name (Half, Float, BFloat16: envdoctor.explain.spelling).
+    spelled as its scalar type name (Half, Float, BFloat16: envdoctor.pipeline.explain.spelling).
     `frames` are regexes over the traceback's frame paths (forward slashes) that make
     the match stronger, or are needed when `frames_required`; `context` likewise over
     the lines around the error and the log's context lines (torch version, device,
@@ -140,13 +124,33 @@ class Signature:
 
 
 @dataclass(frozen=True)
-class Environment:
-    """What every rule may know besides its own check's facts: the target interpreter
-    (remedies run *its* pip), its platform, and torch's import outcome; later the
-    training config's intent and the distributed rank. Built by the engine from the
-    worker's hello, so no probe records these just for its rules."""
+class Gpu:
+    """A GPU the run found: torch's device, or nvidia-smi's row when torch sees none."""
 
-    python: str = "python"  # the target interpreter, as commands must name it
+    name: str  # "NVIDIA A100-SXM4-80GB", "Tesla T4"
+    device: Optional[str] = None  # "cuda:0"; None: seen by nvidia-smi only (a CPU torch on a GPU machine)
+    capability: Optional[str] = None  # "8.0"
+    bf16: Optional[bool] = None  # native bfloat16 as bf16-support measured it; None: not measured
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "device": self.device, "capability": self.capability, "bf16": self.bf16}
+
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> Gpu:
+        return cls(str(data.get("name") or "?"), data.get("device"), data.get("capability"), data.get("bf16"))
+
+
+@dataclass(frozen=True)
+class Target:
+    """The interpreter and machine one run judges: what every rule may know besides its own
+    check's facts, and what the plan, verification, explain and the renderers read.
+
+    Built once per run by envdoctor.pipeline.check.target from the worker's hello, its torch
+    import and the probes' GPU facts, before any rule judges; stored in the Report (its
+    "environment" holds the same values as JSON, and `from_report` reads them back)."""
+
+    python: str = "python"  # the target interpreter's sys.executable: what commands name (its own pip)
+    interpreter: Optional[str] = None  # the path envdoctor started the worker with (--python, resolved)
     python_version: Optional[str] = None  # "3.11.7"
     implementation: Optional[str] = None
     platform: Optional[str] = None  # platform.platform(): "Linux-6.1.0-x86_64-with-glibc2.36"
@@ -154,15 +158,22 @@ class Environment:
     machine: Optional[str] = None  # "x86_64"
     prefix: Optional[str] = None  # sys.prefix of the target
     torch: Optional[str] = None  # torch.__version__, None when it does not import
-    torch_import: Dict[str, Any] = field(default_factory=dict)
+    torch_import: Dict[str, Any] = field(default_factory=dict)  # {"ok", "error_type", "error"}
+    cuda_build: Optional[str] = None  # the CUDA torch was built for ("12.8"), None for a CPU build
+    devices: Tuple[str, ...] = ()  # what torch can use: "cpu", "cuda:0", "mps"
+    gpus: Tuple[Gpu, ...] = ()
     intent: Optional[Intent] = None  # what the training config asks for (check --config), with where it says so
     rank: Optional[int] = None  # the distributed rank (check --distributed)
-    # where it runs (envdoctor.target.platform.where.Where.to_dict): Colab, Kaggle, a notebook, a terminal; menu steps follow it
-    where: Dict[str, Any] = field(default_factory=dict)
+    where: Where = field(default_factory=lambda: Where(TERMINAL))  # Colab, Kaggle, a notebook, a terminal: menu steps follow it
 
     @property
     def torch_ok(self) -> bool:
         return bool(self.torch_import.get("ok")) if self.torch_import else self.torch is not None
+
+    @property
+    def bf16_gpu(self) -> bool:
+        """A GPU with native bf16 here: where a config's "auto" precision means bf16."""
+        return any(gpu.bf16 for gpu in self.gpus)
 
     @property
     def os(self) -> str:
@@ -173,18 +184,24 @@ class Environment:
         return {"windows": "win32", "macos": "darwin"}.get(head, head)
 
     def to_dict(self) -> Dict[str, Any]:
-        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        data["intent"] = self.intent.to_dict() if self.intent else None
-        return data
+        """The report environment's keys for these values."""
+        return {
+            "executable": self.python, "target_python": self.interpreter, "python": self.python_version,
+            "implementation": self.implementation, "platform": self.platform, "sys_platform": self.sys_platform,
+            "machine": self.machine, "prefix": self.prefix, "torch": self.torch, "torch_import": dict(self.torch_import),
+            "cuda_build": self.cuda_build, "devices": list(self.devices), "gpus": [g.to_dict() for g in self.gpus],
+            "intent": self.intent.to_dict() if self.intent else None, "rank": self.rank, "where": self.where.to_dict(),
+        }
 
     @classmethod
-    def from_report(cls, environment: Dict[str, Any]) -> Environment:
+    def from_report(cls, environment: Dict[str, Any]) -> Target:
         """From a report's "environment" object (a live run or a recorded fixture)."""
         torch_import = dict(environment.get("torch_import") or {})
         if not torch_import and "torch" in environment:
             torch_import = {"ok": environment.get("torch") is not None, "version": environment.get("torch")}
         return cls(
             python=environment.get("executable") or environment.get("target_python") or "python",
+            interpreter=environment.get("target_python"),
             python_version=environment.get("python"),
             implementation=environment.get("implementation"),
             platform=environment.get("platform"),
@@ -193,9 +210,12 @@ class Environment:
             prefix=environment.get("prefix"),
             torch=environment.get("torch"),
             torch_import=torch_import,
+            cuda_build=environment.get("cuda_build"),
+            devices=tuple(d for d in environment.get("devices") or () if isinstance(d, str)),
+            gpus=tuple(Gpu.from_dict(g) for g in environment.get("gpus") or () if isinstance(g, dict)),
             intent=Intent.from_dict(environment.get("intent")),
             rank=environment.get("rank"),
-            where=dict(environment.get("where") or {}),
+            where=Where.from_dict(environment.get("where")),
         )
 
 
@@ -280,7 +300,7 @@ class Check:
     quick: bool = True  # False: `check --quick` skips it (the training libraries' imports cost seconds)
     signatures: Tuple[Signature, ...] = ()
 
-    def judge(self, facts: Dict[str, Any], env: Environment) -> List[Finding]:
+    def judge(self, facts: Dict[str, Any], env: Target) -> List[Finding]:
         if _positional_arity(self.diagnose) >= 2:
             return list(self.diagnose(facts, env))
         return list(self.diagnose(facts))
@@ -360,8 +380,12 @@ class Report:
     """Every check's result and the environment they ran in. In a notebook a report shows itself:
     envdoctor.render.notebook gives the class its display when it loads (the model imports no renderer)."""
 
-    environment: Dict[str, Any]
+    environment: Dict[str, Any]  # the JSON "environment": the run's Target (Target.to_dict) and the system facts
     checks: List[CheckResult]
+    target: Target = field(init=False, repr=False)  # read once from `environment`, which the run's Target wrote
+
+    def __post_init__(self) -> None:
+        self.target = Target.from_report(self.environment)
 
     @property
     def findings(self) -> List[Finding]:

@@ -9,6 +9,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional
 
+from envdoctor.target.platform.menus import restart_step
+from envdoctor.target.platform.where import Where
+
 # distribution -> the module the kernel imports it as: what a fix changes and a training notebook imports
 WATCHED = {
     "torch": "torch", "torchvision": "torchvision", "torchaudio": "torchaudio", "numpy": "numpy", "apex": "apex",
@@ -73,11 +76,9 @@ def in_this_kernel() -> List[Stale]:
     return stale(loaded, installed_versions(list(loaded))) if loaded else []
 
 
-def kernel_state(where: Mapping[str, Any]) -> Dict[str, Any]:
+def kernel_state(where: Where) -> Dict[str, Any]:
     """What the report says about this kernel: the stale modules and, if any, the restart step."""
-    from envdoctor.target.platform.menus import restart_step
-
-    if not where.get("kernel"):
+    if not where.kernel:
         return {}
     gone = in_this_kernel()
     notes = ["Restart before training (%s): %s." % (restart_step(where), "; ".join(s.text() for s in gone))] if gone else []

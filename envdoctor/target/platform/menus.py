@@ -17,8 +17,6 @@ Python 3.8+, stdlib only (checks' rules call these in the worker too).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
-
 from envdoctor.target.platform.where import COLAB, JUPYTER, KAGGLE, VSCODE, Where
 
 _GPU = {COLAB: "Runtime → Change runtime type → T4 GPU", KAGGLE: "Settings → Accelerator → GPU T4 x2"}
@@ -31,27 +29,20 @@ _RESTART = {
 }
 
 
-def _where(where: Optional[Mapping[str, Any]]) -> Where:
-    return Where.from_dict(where)
-
-
-def gpu_runtime_step(where: Optional[Mapping[str, Any]]) -> str:
+def gpu_runtime_step(place: Where) -> str:
     """'in Colab: Runtime → Change runtime type → T4 GPU' here; both hosted platforms' steps elsewhere."""
-    place = _where(where)
     if place.platform in _GPU:
         return "in %s: %s" % (place.name, _GPU[place.platform])
     return "in Colab: %s; in Kaggle: %s" % (_GPU[COLAB], _GPU[KAGGLE])
 
 
-def bf16_gpu_step(where: Optional[Mapping[str, Any]]) -> str:
-    place = _where(where)
+def bf16_gpu_step(place: Where) -> str:
     if place.platform == KAGGLE:
         return "Kaggle's GPUs (T4, P100) have no native bf16: use fp16 there"
     return "in Colab: %s" % _BF16_GPU[COLAB]
 
 
-def restart_step(where: Optional[Mapping[str, Any]]) -> str:
-    place = _where(where)
+def restart_step(place: Where) -> str:
     if place.kernel and place.platform in _RESTART:
         return "%s: %s" % (place.name, _RESTART[place.platform])
     if place.kernel:

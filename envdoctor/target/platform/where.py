@@ -2,7 +2,7 @@
 Jupyter notebook, or a terminal. Read from what the platform sets (environment variables,
 modules already imported, its folders) and the GPUs the report found; nothing is imported.
 `detect` is pure, so each platform is tested on its recorded facts (tests/data/platforms/).
-Python 3.8+, stdlib only: checks' rules read `Where` through the Environment in the worker too.
+Python 3.8+, stdlib only: checks' rules read `Where` through the Target in the worker too.
 """
 
 from __future__ import annotations

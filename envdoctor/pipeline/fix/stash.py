@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.fix.journal import write_json_atomically
-from envdoctor.fix.steps import FixError
+from envdoctor.pipeline.fix.action import FixError
+from envdoctor.pipeline.fix.journal import write_json_atomically
 
 READ_TIMEOUT_S = 120.0
 

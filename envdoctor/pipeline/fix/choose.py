@@ -13,12 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.commandline import action_names
 from envdoctor.target.model import Finding, Remedy, Severity
-
-KIND_RANK = {"config": 0, "env": 1, "pip": 2}
-TORCH_RANK = 3  # a pip remedy that installs, upgrades or removes torch itself
-MANUAL_RANK = 9
+from envdoctor.target.remedies.kinds import MANUAL, rank_of
 
 # --prefer words people type for the remedies' ids
 PREFER_ALIASES = {
@@ -48,14 +44,9 @@ class Choice:
     preferred: bool = False  # chosen because of --prefer
 
 
-def touches_torch(remedy: Remedy) -> bool:
-    return "torch" in action_names(remedy.action, ("install", "upgrade", "uninstall"))
-
-
 def rank(remedy: Remedy) -> int:
-    if remedy.kind == "pip" and touches_torch(remedy):
-        return TORCH_RANK
-    return KIND_RANK.get(remedy.kind, MANUAL_RANK)
+    """Least invasive first: the kinds table's order (a config edit, a variable, a package, torch)."""
+    return rank_of(remedy.kind, remedy.action)
 
 
 def prefer_matches(remedy_id: str, key: str) -> bool:
@@ -82,7 +73,7 @@ def choose(findings: Sequence[Finding], prefer: Sequence[str] = (), applicable: 
     def why_not(remedy: Remedy) -> Optional[str]:
         key = (remedy.id or remedy.summary, repr(sorted(remedy.action.items())))
         if key not in verdicts:
-            verdicts[key] = "a manual step" if remedy.kind == "manual" else applicable(remedy)
+            verdicts[key] = "a manual step" if remedy.kind == MANUAL.name else applicable(remedy)
         return verdicts[key]
 
     return [_choose_one(f, prefer, offered, why_not) for f in findings]
@@ -104,7 +95,7 @@ def _choose_one(finding: Finding, prefer: Sequence[str], offered: Dict[str, int]
             return _made(finding, remedy, remedies, passed, preferred=True)
         passed.append((remedy, reason))
     for remedy in ranked:
-        if remedy.kind == "manual":
+        if remedy.kind == MANUAL.name:
             break
         reason = why_not(remedy)
         if reason is None:

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.explain.context import LogContext
-from envdoctor.explain.spelling import canonical, dtypes_in
-from envdoctor.explain.tracebacks import Frame, RaisedError
+from envdoctor.pipeline.explain.context import LogContext
+from envdoctor.pipeline.explain.spelling import canonical, dtypes_in
+from envdoctor.pipeline.explain.tracebacks import Frame, RaisedError
 
 # torch's kernel names in "not implemented for 'Half'" -> the probes' op names.
 KERNEL_OPS = {

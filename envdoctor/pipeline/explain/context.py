@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.explain.reader import LogLine
+from envdoctor.pipeline.explain.reader import LogLine
 
 _TORCH_VERSION = re.compile(
     r"(?:\btorch(?:==|[ :=_-]+(?:version)?[ :=]*)|PyTorch version:? *|torch-)v?(?P<v>\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:[.+]\w+)*)", re.I)

@@ -15,16 +15,18 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from envdoctor.fix import stash
-from envdoctor.fix.journal import JournalStep
-from envdoctor.fix.steps import FixError, NotApplicable
-from envdoctor.target.commandline import PipRun, action_names, pip_commands, pip_runs
-from envdoctor.target.model import ACTION_KEYS
+from envdoctor.pipeline.fix import stash
+from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
+from envdoctor.pipeline.fix.journal import JournalStep
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.actions import action_names
+from envdoctor.target.remedies.commandline import PipRun, pip_commands, pip_runs
+from envdoctor.target.remedies.kinds import PIP
 from envdoctor.target.versions import release_tuple
 
-KIND = "pip"
+KIND = PIP.name
 REPORT_PIP = (22, 2)  # `pip install --dry-run --report`: pip 22.2 release notes (https://pip.pypa.io/en/stable/news/#v22-2)
 PIP_VERSION_TIMEOUT_S = 60.0
 # What we add to pip's environment, never to its command line: no prompt can hang a fix, and
@@ -174,12 +176,17 @@ def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
 
 def prepare(action: Mapping[str, Any], python: str) -> PipAction:
     """The action checked against the closed vocabulary and the target's pip; changes nothing."""
-    unknown = sorted(set(action) - set(ACTION_KEYS[KIND]))
+    unknown = sorted(set(action) - set(PIP.keys))
     if unknown:
         raise NotApplicable("pip action with keys envdoctor does not apply: %s" % ", ".join(unknown))
     if not (action.get("install") or action.get("upgrade") or action.get("uninstall")):
         raise NotApplicable("pip action with nothing to install, upgrade or uninstall")
     return PipAction(action=dict(action), python=python, pip=pip_version(python))
+
+
+def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[PipAction, NotApplicable]]:
+    """The plan's pip steps, each in the target interpreter."""
+    return [prepared(functools.partial(prepare, action, target.python)) for action in actions]
 
 
 def undo(step: JournalStep) -> None:

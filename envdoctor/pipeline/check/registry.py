@@ -1,9 +1,11 @@
-"""Finds the checks: built-in modules in `checks/`, the `envdoctor.checks`
+"""Finds the checks: the built-in package `envdoctor.checks`, the `envdoctor.checks`
 entry-point group, and files named by ENVDOCTOR_CHECKS_PATH.
 
-In a wheel the built-in checks live at `envdoctor/checks/`; in a source tree at
-the repository's top-level `checks/`. Either way they import as
-`envdoctor.checks.<name>`, so the parent and the worker agree on names.
+The built-in checks are the repository's top-level `checks/` folder, installed as the
+package `envdoctor.checks` by the packaging itself (setup.py's package_dir), in a wheel and
+in an editable install alike: the parent imports them by name like any module, and the
+worker (another interpreter, where envdoctor is not installed) gets the same folder under
+the same name from its bootstrap.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+import envdoctor.checks as builtin_checks
+
 from envdoctor.target.model import Check
 from envdoctor.target.worker import load_module_file
 
@@ -23,28 +27,11 @@ ENTRY_POINT_GROUP = "envdoctor.checks"
 PATH_VARIABLE = "ENVDOCTOR_CHECKS_PATH"
 DISABLE_AUTOLOAD_VARIABLE = "ENVDOCTOR_DISABLE_PLUGIN_AUTOLOAD"
 
-PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def checks_dir() -> Path:
-    installed = PACKAGE_DIR / "checks"
-    if (installed / "__init__.py").is_file():
-        return installed
-    return PACKAGE_DIR.parent / "checks"
-
-
-def _ensure_checks_package() -> None:
-    if "envdoctor.checks" in sys.modules:
-        return
-    directory = checks_dir()
-    spec = importlib.util.spec_from_file_location(
-        "envdoctor.checks", directory / "__init__.py", submodule_search_locations=[str(directory)]
-    )
-    if spec is None or spec.loader is None:  # pragma: no cover - a broken install
-        raise ImportError("envdoctor's checks are missing from %s" % directory)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["envdoctor.checks"] = module
-    spec.loader.exec_module(module)
+    """The built-in checks' folder: what the worker's bootstrap puts on its path as envdoctor.checks."""
+    return Path(str(builtin_checks.__file__)).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -107,7 +94,6 @@ def _path_plugins(value: str) -> List[Path]:
 def load_checks(plugins: bool = True) -> Tuple[List[LoadedCheck], List[BrokenPlugin]]:
     """Every check, built-in first, in report order; plug-ins that fail to load are
     returned separately so the report can name them instead of crashing."""
-    _ensure_checks_package()
     loaded: List[LoadedCheck] = [_from_module("envdoctor.checks." + m, "builtin", None) for m in _builtin_modules()]
     broken: List[BrokenPlugin] = []
     if plugins and not os.environ.get(DISABLE_AUTOLOAD_VARIABLE):

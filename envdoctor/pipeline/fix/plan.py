@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.fix.choose import MANUAL_RANK, Choice, actionable, choose, merge_actions, prefer_matches, rank
-from envdoctor.fix.steps import Action, NotApplicable, kind_module
-from envdoctor.target.intent import Intent
-from envdoctor.target.model import Environment, Finding, Remedy, Report, Status
+from envdoctor.pipeline.fix.action import Action, NotApplicable, kind_module
+from envdoctor.pipeline.fix.choose import Choice, actionable, choose, merge_actions, prefer_matches
+from envdoctor.target.model import Finding, Remedy, Report, Status, Target
+from envdoctor.target.remedies.kinds import KINDS, MANUAL, rank_of
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Step:
 class Plan:
     steps: List[Step]
     unresolved: List[Finding]  # findings that offer no remedy at all
-    environment: Dict[str, Any]
+    target: Target  # the run's, from the report planned from
     ran: List[str] = field(default_factory=list)  # the checks that ran (not skipped) in the report planned from
     unmatched: List[str] = field(default_factory=list)  # --prefer keys that no finding's remedy answers
 
@@ -78,35 +78,22 @@ class Plan:
 
 
 def make_plan(report: Report, prefer: Sequence[str] = (), only: Sequence[str] = ()) -> Plan:
-    env = Environment.from_report(report.environment)
+    target = report.target
     findings = [f for f in actionable(report.findings) if not only or f.check in only]
-    intent = env.intent
-    bf16_gpu = has_bf16_gpu(report)
-    python = env.python
 
     def why_not(remedy: Remedy) -> Optional[str]:
-        try:
-            _prepare_one(remedy, intent, bf16_gpu, python)
-        except NotApplicable as exc:
-            return str(exc)
-        return None
+        if remedy.kind == MANUAL.name or remedy.kind not in KINDS:
+            return "a manual step"
+        (prepared,) = kind_module(remedy.kind).prepare_steps([remedy.action], target)
+        return str(prepared) if isinstance(prepared, NotApplicable) else None
 
     choices = choose([f for f in findings if f.remedies], prefer, why_not)
     steps = _steps(choices)
-    _prepare(steps, intent, bf16_gpu, python)
+    _prepare(steps, target)
     ran = [c.id for c in report.checks if c.status is not Status.SKIPPED]
     offered = [r.id for f in findings for r in f.remedies]
     unmatched = [key for key in prefer if not any(prefer_matches(rid, key) for rid in offered)]
-    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], environment=report.environment, ran=ran,
-                unmatched=unmatched)
-
-
-def has_bf16_gpu(report: Report) -> bool:
-    """A GPU with native bf16 (bf16-support's facts): where an "auto" precision means bf16."""
-    for check in report.checks:
-        if check.id == "bf16-support":
-            return any(d.get("is_bf16_supported_native") for d in check.facts.get("devices") or ())
-    return False
+    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], target=target, ran=ran, unmatched=unmatched)
 
 
 def _steps(choices: Sequence[Choice]) -> List[Step]:
@@ -118,7 +105,7 @@ def _steps(choices: Sequence[Choice]) -> List[Step]:
     for key, group in grouped.items():
         taken = [_taken(c) for c in group]
         remedy = merge_actions(taken) or taken[0]
-        kind = remedy.kind if group[0].chosen is not None else "manual"
+        kind = remedy.kind if group[0].chosen is not None else MANUAL.name
         seen = {key}
         alternatives: List[Remedy] = []
         for choice in group:
@@ -131,7 +118,7 @@ def _steps(choices: Sequence[Choice]) -> List[Step]:
                           alternatives=alternatives, passed_over=_dedupe_passed(passed), preferred=any(c.preferred for c in group)))
     # least invasive first (config edits, variables, packages, torch), errors before warnings
     # among equals, manual steps last: a failing pip step rolls back the quick, certain edits
-    steps.sort(key=lambda s: (MANUAL_RANK if s.kind == "manual" else rank(s.remedy), -max(f.severity.rank for f in s.findings)))
+    steps.sort(key=lambda s: (rank_of(s.kind, s.remedy.action), -max(f.severity.rank for f in s.findings)))
     for number, step in enumerate(steps, 1):
         step.number = number
     return steps
@@ -147,7 +134,7 @@ def _taken(choice: Choice) -> Remedy:
     if choice.chosen is not None:
         return choice.chosen
     remedies = choice.finding.remedies
-    return next((r for r in remedies if r.kind == "manual"), remedies[0])
+    return next((r for r in remedies if r.kind == MANUAL.name), remedies[0])
 
 
 def _dedupe_passed(passed: Sequence[Tuple[Remedy, str]]) -> List[Tuple[Remedy, str]]:
@@ -157,45 +144,16 @@ def _dedupe_passed(passed: Sequence[Tuple[Remedy, str]]) -> List[Tuple[Remedy, s
     return list(out.values())
 
 
-# ---------------------------------------------------------------- preparing by kind
-
-
-def config_action(remedy: Remedy) -> Dict[str, Any]:
-    """The config action as the step edits it. A `when` key that is not being set (the device
-    the run is on) was judged by the rule on the live facts; only the values to replace stay."""
-    action = dict(remedy.action)
-    changes = action.get("set") or {}
-    when = {k: v for k, v in (action.get("when") or {}).items() if k in changes}
-    action["when"] = when
-    if not when:
-        del action["when"]
-    return action
-
-
-def _prepare_one(remedy: Remedy, intent: Optional[Intent], bf16_gpu: bool, python: str) -> Action:
-    if remedy.kind == "config":
-        prepared = kind_module("config").prepare([config_action(remedy)], intent, bf16_gpu)[0]
-        if isinstance(prepared, NotApplicable):
-            raise prepared
-        return prepared
-    if remedy.kind == "pip":
-        return kind_module("pip").prepare(remedy.action, python)
-    if remedy.kind == "env":
-        return kind_module("env").prepare(remedy.action)
-    raise NotApplicable("a manual step")
-
-
-def _prepare(steps: List[Step], intent: Optional[Intent], bf16_gpu: bool, python: str) -> None:
-    """Each step's Action; config steps together, each against the text the earlier ones leave."""
-    configs = [s for s in steps if s.kind == "config"]
-    if configs:
-        prepared = kind_module("config").prepare([config_action(s.remedy) for s in configs], intent, bf16_gpu)
-        for step, action in zip(configs, prepared):
+def _prepare(steps: List[Step], target: Target) -> None:
+    """Each step's Action, prepared by its kind's module, every kind's steps together in order
+    (config steps each against the text the earlier ones leave)."""
+    for kind in dict.fromkeys(s.kind for s in steps):
+        if kind == MANUAL.name:
+            continue
+        of_kind = [s for s in steps if s.kind == kind]
+        for step, action in zip(of_kind, kind_module(kind).prepare_steps([s.remedy.action for s in of_kind], target)):
             if isinstance(action, NotApplicable):  # e.g. merged actions that now conflict
                 step.passed_over.append((step.remedy, str(action)))
-                step.kind = "manual"
+                step.kind = MANUAL.name
             else:
                 step.action = action
-    for step in steps:
-        if step.kind in ("pip", "env"):
-            step.action = _prepare_one(step.remedy, intent, bf16_gpu, python)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.explain.confirm import apply_verdicts
-from envdoctor.explain.match import Diagnosis, Matching, match
-from envdoctor.explain.reader import LogExcerpt
+from envdoctor.pipeline.explain.confirm import apply_verdicts
+from envdoctor.pipeline.explain.match import Diagnosis, Matching, match
+from envdoctor.pipeline.explain.reader import LogExcerpt
 from envdoctor.target.model import SCHEMA, Check, Report
 
 
@@ -40,8 +40,8 @@ class Explanation:
         last = self.matching.errors[-1] if self.matching.errors else None
         probed = None
         if self.report is not None:
-            env = self.report.environment
-            probed = {"python": env.get("executable") or env.get("target_python"), "torch": env.get("torch"),
+            target = self.report.target
+            probed = {"python": target.python, "torch": target.torch,
                       "checks": [c.id for c in self.report.checks]}
         return {
             "schema": SCHEMA,
@@ -56,7 +56,7 @@ class Explanation:
 
 
 def signature_checks(plugins: bool = True) -> List[Check]:
-    from envdoctor.registry import load_checks
+    from envdoctor.pipeline.check.registry import load_checks
 
     return [item.check for item in load_checks(plugins=plugins)[0]]
 
@@ -68,8 +68,8 @@ def explain(excerpt: LogExcerpt, checks: Optional[Sequence[Check]] = None, probe
     matching = match(excerpt, signature_checks(plugins) if checks is None else checks)
     explanation = Explanation(excerpt, matching)
     if probe and matching.diagnoses:
-        from envdoctor.engine import CheckRequest, run_check
-
+        from envdoctor.pipeline.check.engine import run_check
+        from envdoctor.pipeline.check.request import CheckRequest
         request = CheckRequest(python=python, only=explanation.probed_checks(), timeout_s=timeout_s, plugins=plugins,
                                default_config=False)
         explanation.report = run_check(request)

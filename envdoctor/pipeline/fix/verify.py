@@ -8,9 +8,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.engine import CheckRequest
-from envdoctor.fix.choose import actionable
-from envdoctor.fix.plan import Plan, Step
+from envdoctor.pipeline.check.request import CheckRequest
+from envdoctor.pipeline.fix.choose import actionable
+from envdoctor.pipeline.fix.plan import Plan, Step
 from envdoctor.target.model import CheckResult, Finding, Report, Status
 
 BROKEN = (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED)

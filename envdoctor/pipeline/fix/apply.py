@@ -4,17 +4,17 @@ everything this run did, newest first; Ctrl-C does too, and the journal says whe
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
-from envdoctor.engine import CheckRequest, run_check
-from envdoctor.fix.journal import Journal, RunJournal
-from envdoctor.fix.plan import Plan, Step
-from envdoctor.fix.steps import FixError
-from envdoctor.fix.undo import undo_run
-from envdoctor.fix.verify import Verdict, gone, request_for, verdicts
+from envdoctor.pipeline.check.engine import run_check
+from envdoctor.pipeline.check.request import CheckRequest
+from envdoctor.pipeline.fix.action import FixError
+from envdoctor.pipeline.fix.journal import Journal, RunJournal
+from envdoctor.pipeline.fix.plan import Plan, Step
+from envdoctor.pipeline.fix.undo import undo_run
+from envdoctor.pipeline.fix.verify import Verdict, gone, request_for, verdicts
 from envdoctor.target.model import Finding, Report
 from envdoctor.target.version import __version__
 
@@ -22,7 +22,7 @@ Say = Callable[[str], None]
 
 
 @dataclass
-class Outcome:
+class FixOutcome:
     status: str  # "verified", "not-fixed", "failed", "rolled-back"
     run_id: Optional[str] = None
     applied: List[int] = field(default_factory=list)
@@ -49,11 +49,11 @@ class Outcome:
         }
 
 
-def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None) -> Outcome:
+def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None) -> FixOutcome:
     say = say or (lambda line: None)
     steps = plan.applicable
     run = journal.begin(_meta(plan, request))  # JournalError: stop before anything changes
-    outcome = Outcome(status="failed", run_id=run.id)
+    outcome = FixOutcome(status="failed", run_id=run.id)
     run.set_status("applying")
     try:
         for step in steps:
@@ -106,7 +106,7 @@ def _apply_step(run: RunJournal, step: Step) -> None:
         raise FixError("step %d (%s): %s" % (step.number, step.kind, exc.strerror or exc)) from None
 
 
-def _roll_back(run: RunJournal, outcome: Outcome, say: Say, status: str) -> None:
+def _roll_back(run: RunJournal, outcome: FixOutcome, say: Say, status: str) -> None:
     say("rolling back everything this run did")
     try:
         outcome.rollback = undo_run(run)
@@ -129,7 +129,7 @@ def _variables(steps: List[Step]) -> Dict[str, Optional[str]]:
 def _meta(plan: Plan, request: CheckRequest) -> Dict[str, Any]:
     return {
         "envdoctor": __version__,
-        "python": plan.environment.get("executable") or request.python or sys.executable,
+        "python": plan.target.python,
         "configs": [str(Path(c)) for c in request.configs],
         "steps": [s.to_dict() for s in plan.applicable],
     }

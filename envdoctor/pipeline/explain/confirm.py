@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from envdoctor.explain.match import Diagnosis
-from envdoctor.explain.spelling import canonical
+from envdoctor.pipeline.explain.match import Diagnosis
+from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.target.model import CheckResult, Remedy, Report, Severity, Status
 
 

@@ -8,18 +8,21 @@ which is the one that trains. Verification runs the checks with them set.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from envdoctor.fix.atomic import sha256, write_atomically
-from envdoctor.fix.steps import FixError
-from envdoctor.target.commandline import env_commands
+from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
+from envdoctor.pipeline.fix.atomic import sha256, write_atomically
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.commandline import env_commands
+from envdoctor.target.remedies.kinds import ENV
 
 if TYPE_CHECKING:
-    from envdoctor.fix.journal import JournalStep
+    from envdoctor.pipeline.fix.journal import JournalStep
 
 ENV_FILE = "env.sh"
 _LINE = re.compile(r"^(?:export\s+([A-Za-z_][A-Za-z0-9_]*)=|unset\s+([A-Za-z_][A-Za-z0-9_]*)\s*$)")
@@ -27,7 +30,7 @@ _LINE = re.compile(r"^(?:export\s+([A-Za-z_][A-Za-z0-9_]*)=|unset\s+([A-Za-z_][A
 
 @dataclass
 class EnvAction:
-    kind = "env"
+    kind = ENV.name
     set_env: Dict[str, str]
     unset_env: List[str]
     path: Path
@@ -91,11 +94,16 @@ class EnvAction:
 
 def prepare(action: Mapping[str, Any], path: Optional[Path] = None) -> EnvAction:
     if path is None:
-        from envdoctor.fix.journal import state_dir
+        from envdoctor.pipeline.fix.journal import state_dir
 
         path = state_dir() / ENV_FILE
     return EnvAction(set_env={k: str(v) for k, v in (action.get("set_env") or {}).items()},
                      unset_env=list(action.get("unset_env") or ()), path=path)
+
+
+def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[EnvAction, NotApplicable]]:
+    """The plan's env steps: the variables, for the file the user sources."""
+    return [prepared(functools.partial(prepare, action)) for action in actions]
 
 
 def undo(step: JournalStep) -> None:

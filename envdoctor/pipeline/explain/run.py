@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence
 
-from envdoctor.explain.reader import LogExcerpt, LogLine, LogScanner
+from envdoctor.pipeline.explain.reader import LogExcerpt, LogLine, LogScanner
 
 READ = 1 << 16
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$")

@@ -21,14 +21,16 @@ from envdoctor.configs.detect import PARSERS, formats, read_config, recognise
 from envdoctor.configs.document import ConfigError, Document, line_column, read_text
 from envdoctor.configs.edit import Edit, EditError, apply_edits, edits_for, expected_tree
 from envdoctor.configs.reading import Change, Format, Unwritable
-from envdoctor.fix.atomic import sha256, write_atomically
-from envdoctor.fix.steps import FixError, NotApplicable
+from envdoctor.pipeline.fix.action import FixError, NotApplicable
+from envdoctor.pipeline.fix.atomic import sha256, write_atomically
 from envdoctor.target.intent import PART_NAMES, ConfigSource, Intent, Setting, resolve_auto
+from envdoctor.target.model import Target
+from envdoctor.target.remedies.kinds import CONFIG
 
 if TYPE_CHECKING:
-    from envdoctor.fix.journal import JournalStep
+    from envdoctor.pipeline.fix.journal import JournalStep
 
-KIND = "config"
+KIND = CONFIG.name
 NO_CONFIG = "no training config given: pass --config FILE"
 # The values a config action may set, per setting (intent.py's vocabulary); others are not envdoctor's to write.
 SETTABLE: Dict[str, Tuple[Any, ...]] = {
@@ -142,7 +144,7 @@ class FileEdit:
 
 @dataclass(frozen=True)
 class ConfigAction:
-    """The Action of kind "config" (envdoctor/fix/steps.py)."""
+    """The Action of kind "config" (envdoctor/pipeline/fix/action.py)."""
 
     action: Mapping[str, Any]
     files: Tuple[FileEdit, ...]
@@ -214,6 +216,24 @@ def undo(step: JournalStep) -> None:
 
 
 # ---------------------------------------------------------------- planning
+
+
+def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[ConfigAction, NotApplicable]]:
+    """The plan's config steps, together and in order: each edits the text the earlier ones leave."""
+    return prepare([edit_action(a) for a in actions], target.intent, target.bf16_gpu)
+
+
+def edit_action(action: Mapping[str, Any]) -> Dict[str, Any]:
+    """The config action as the step edits it. A `when` key that is not being set (the device
+    the run is on) was judged by the rule on the live facts; only the values to replace stay."""
+    edited = dict(action)
+    changes = edited.get("set") or {}
+    when = {k: v for k, v in (edited.get("when") or {}).items() if k in changes}
+    edited["when"] = when
+    if not when:
+        del edited["when"]
+    return edited
+
 
 def prepare(actions: Sequence[Mapping[str, Any]], intent: Optional[Intent], bf16_gpu: bool = False) -> List[Union[ConfigAction, NotApplicable]]:
     """One entry per action, in order, each against the texts the earlier ones leave."""

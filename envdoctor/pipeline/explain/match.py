@@ -17,11 +17,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
-from envdoctor.explain.context import LogContext, read_context
-from envdoctor.explain.involved import Involved, involved
-from envdoctor.explain.reader import LogExcerpt, LogLine
-from envdoctor.explain.spelling import canonical
-from envdoctor.explain.tracebacks import RaisedError, raised_errors
+from envdoctor.pipeline.explain.context import LogContext, read_context
+from envdoctor.pipeline.explain.involved import Involved, involved
+from envdoctor.pipeline.explain.reader import LogExcerpt, LogLine
+from envdoctor.pipeline.explain.spelling import canonical
+from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors
 from envdoctor.target.model import Check, Remedy, Signature
 
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings

@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
+import envdoctor.target as wall
 from envdoctor.target.redact import Redactor
 
-PACKAGE_DIR_DEFAULT = Path(__file__).resolve().parent
+# envdoctor's own folder: the worker loads envdoctor.target (the wall) from it, nothing else
+PACKAGE_DIR = Path(str(wall.__file__)).resolve().parent.parent
 HELLO_TIMEOUT_S = 30.0
 TORCH_IMPORT_TIMEOUT_S = 180.0
 DEFAULT_TIMEOUT_S = 60.0
@@ -67,7 +69,7 @@ class BadInterpreter(Exception):
 
 
 @dataclass
-class Outcome:
+class ProbeOutcome:
     """What happened to one check's probe in the worker."""
 
     id: str
@@ -83,7 +85,7 @@ class Outcome:
 class RunResult:
     hello: Dict[str, Any]
     torch_import: Dict[str, Any]
-    outcomes: Dict[str, Outcome]
+    outcomes: Dict[str, ProbeOutcome]
     restarts: int = 0
     system: Dict[str, Any] = field(default_factory=dict)  # sysinfo.collect_system() of the target
     torch_runtime: Optional[Dict[str, Any]] = None  # sysinfo.torch_runtime(torch) of the target
@@ -314,7 +316,7 @@ class Runner:
         """Run every check spec ({"id", "module", "path"?, "timeout_s"?}) once."""
         notify = on_event or (lambda event, check_id: None)
         remaining = [dict(c) for c in checks]
-        outcomes: Dict[str, Outcome] = {}
+        outcomes: Dict[str, ProbeOutcome] = {}
         restarts = 0
         while True:
             self.start()
@@ -332,7 +334,7 @@ class Runner:
                 self._worker = None
                 if had_no_torch:
                     for spec in remaining:
-                        outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error="the worker could not start")
+                        outcomes[spec["id"]] = ProbeOutcome(spec["id"], "crashed", error="the worker could not start")
                     break
                 restarts += 1
                 continue
@@ -371,7 +373,7 @@ class Runner:
         self,
         worker: Worker,
         remaining: List[Dict[str, Any]],
-        outcomes: Dict[str, Outcome],
+        outcomes: Dict[str, ProbeOutcome],
         notify: EventCallback,
     ) -> bool:
         """Read events until done (True) or until the worker is lost (False)."""
@@ -387,13 +389,13 @@ class Runner:
             worker.kill()
             if current is None:
                 for spec in remaining:
-                    outcomes[spec["id"]] = Outcome(spec["id"], "crashed", error=between)
+                    outcomes[spec["id"]] = ProbeOutcome(spec["id"], "crashed", error=between)
                 remaining.clear()
                 return False
             if step is not None and self._lose_step(current["id"], step, state, how, detail):
                 return False  # `current` stays in `remaining`: the next worker skips the lost step
             error = "crashed: %s" % how if state == "crashed" else "timed out after %s s" % how
-            outcomes[current["id"]] = Outcome(current["id"], state, error=error, detail=detail,
+            outcomes[current["id"]] = ProbeOutcome(current["id"], state, error=error, detail=detail,
                                               duration_s=round(time.monotonic() - started, 3),
                                               lost_steps=self._lost_list(current["id"]))
             remaining.remove(current)
@@ -426,12 +428,12 @@ class Runner:
             elif kind in ("result", "error") and current is not None:
                 check_id = current["id"]
                 if kind == "error":
-                    outcome = Outcome(check_id, "error", error=event.get("error"), detail=event.get("traceback"),
+                    outcome = ProbeOutcome(check_id, "error", error=event.get("error"), detail=event.get("traceback"),
                                       duration_s=event.get("duration_s"))
                 elif event.get("skipped"):
-                    outcome = Outcome(check_id, "skipped", error=event.get("skipped"))
+                    outcome = ProbeOutcome(check_id, "skipped", error=event.get("skipped"))
                 else:
-                    outcome = Outcome(check_id, "done", facts=event.get("facts") or {}, duration_s=event.get("duration_s"))
+                    outcome = ProbeOutcome(check_id, "done", facts=event.get("facts") or {}, duration_s=event.get("duration_s"))
                 outcome.lost_steps = self._lost_list(check_id)
                 outcomes[check_id] = outcome
                 remaining.remove(current)

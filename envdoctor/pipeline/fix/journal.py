@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.fix.atomic import write_atomically
-from envdoctor.fix.steps import FixError
+from envdoctor.pipeline.fix.action import FixError
+from envdoctor.pipeline.fix.atomic import write_atomically
 
 SCHEMA = "envdoctor-journal/1"
 JOURNAL_FILE = "journal.json"

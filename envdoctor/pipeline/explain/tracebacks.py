@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set
 
-from envdoctor.explain.reader import LogLine
+from envdoctor.pipeline.explain.reader import LogLine
 
 MAX_MESSAGE_LINES = 12
 

@@ -1,6 +1,7 @@
 """What every remedy kind shares: a prepared change (`Action`) and its one error type.
 
-A kind module (config_step, pip_step, env_step) turns a Remedy's action into an Action at
+A kind's module (pipeline/fix/kinds/: config, pip, env; named by the kinds table,
+envdoctor.target.remedies.kinds) turns a Remedy's action into an Action at
 plan time, without changing anything. `apply(step)` first writes into the journal step
 what undo needs (file backups, stashed distributions), then changes the system; `confirm()`
 is the kind's own proof right after (the config re-parsed, the distribution gone); each
@@ -11,22 +12,23 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Dict, List, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Protocol, TypeVar, Union
+
+from envdoctor.target.remedies.kinds import KINDS
 
 if TYPE_CHECKING:
-    from envdoctor.fix.journal import JournalStep
-
-
-# Each kind is its own module, imported by name when a step of that kind is planned or undone:
-# `prepare(...)` makes its Action, `undo(step)` reverts a journal step.
-KIND_MODULES = {"config": "envdoctor.fix.config_step", "pip": "envdoctor.fix.pip_step", "env": "envdoctor.fix.env_step"}
+    from envdoctor.pipeline.fix.journal import JournalStep
 
 
 def kind_module(kind: str) -> ModuleType:
-    module = KIND_MODULES.get(kind)
-    if module is None:
+    """The module that applies remedies of `kind`, imported when a step of that kind is planned or
+    undone: `prepare_steps(actions, target)` makes its Actions, `undo(step)` reverts a journal step."""
+    found = KINDS.get(kind)
+    if found is None:
         raise FixError("unknown kind %r" % kind)
-    return importlib.import_module(module)
+    if found.applier is None:
+        raise FixError("a %s step is shown, never applied or undone" % kind)
+    return importlib.import_module(found.applier)
 
 
 class FixError(Exception):
@@ -53,3 +55,14 @@ class Action(Protocol):
 
     def confirm(self) -> None:
         """The kind's own proof right after apply; raises FixError."""
+
+
+Prepared = TypeVar("Prepared")
+
+
+def prepared(make: Callable[[], Prepared]) -> Union[Prepared, NotApplicable]:
+    """What a kind's `prepare_steps` returns for one action: the Action, or why it cannot apply here."""
+    try:
+        return make()
+    except NotApplicable as exc:
+        return exc

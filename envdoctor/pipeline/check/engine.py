@@ -1,0 +1,124 @@
+"""`envdoctor check` as a function: start the workers (torch imports at once), select the
+checks, run their probes, build the run's Target, judge the facts, and assemble a redacted
+Report."""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, List, Optional, Sequence
+
+from envdoctor.pipeline.check.judge import broken_plugin_result, judge
+from envdoctor.pipeline.check.registry import LoadedCheck, checks_dir, load_checks
+from envdoctor.pipeline.check.request import CheckRequest, select, validate_request
+from envdoctor.pipeline.check.runner import PACKAGE_DIR, EventCallback, ProbeOutcome, Runner, RunResult, environ_with
+from envdoctor.pipeline.check.target import build_target, environment_of, read_intent, resolve_python
+from envdoctor.target.model import Report, report_from_dict
+from envdoctor.target.redact import Redactor
+
+
+class PendingCheck:
+    """A check run whose workers are already importing torch: one for the main checks and,
+    when a selected check needs the training libraries, one more for those, at the same time."""
+
+    def __init__(self, request: CheckRequest) -> None:
+        validate_request(request)
+        self.request = request
+        self.python = resolve_python(request.python)
+        self.intent, self.config_notes = read_intent(request, environ_with(request.environ) if request.environ else None)
+        self.runners: Dict[str, Runner] = {"main": self._runner(True)}
+        self.runners["main"].start()  # torch imports while the checks load
+        try:
+            loaded, self.broken = load_checks(plugins=request.plugins)
+            self.selected = select(loaded, request.only, request.skip)
+            self.groups = {c.check.id: self._group(c) for c in self.selected}
+            for group in sorted(set(self.groups.values()) - {"main"}):
+                needs = sorted({d for c in self.selected if self.groups[c.check.id] == group for d in c.check.needs})
+                self.runners[group] = self._runner(False, needs)
+                self.runners[group].start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        for runner in self.runners.values():
+            runner.close()
+
+    def _runner(self, collect_system: bool, needs: Sequence[str] = ()) -> Runner:
+        return Runner(self.python, PACKAGE_DIR, checks_dir(), timeout_s=self.request.timeout_s,
+                      collect_system=collect_system, needs=needs, environ=self.request.environ)
+
+    def _drop_idle_groups(self) -> None:
+        """A group whose libraries the target does not have runs in the main worker: its
+        worker's hello (sent before torch imports) says so, and it is stopped at once."""
+        for group, runner in list(self.runners.items()):
+            if group == "main" or not runner.needs:
+                continue
+            found = runner.hello().get("distributions") or {}
+            if not any(found.get(name) for name in runner.needs):
+                runner.close()
+                del self.runners[group]
+                self.groups = {cid: "main" if g == group else g for cid, g in self.groups.items()}
+
+    def _group(self, loaded: LoadedCheck) -> str:
+        # --quick runs no library imports: what is left of those checks costs nothing
+        return "main" if self.request.quick else loaded.check.group
+
+    def finish(self, on_event: Optional[EventCallback] = None) -> Report:
+        options = dict(self.request.options)  # a caller's own probe options stand unless a config or --quick says more
+        if self.intent is not None:
+            options["intent"] = self.intent.summary()
+        options["quick"] = self.request.quick or bool(options.get("quick"))
+        ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": options}
+        skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
+        runnable = [c for c in self.selected if c not in skipped]
+        runs: Dict[str, RunResult] = {}
+        failures: List[BaseException] = []
+
+        try:
+            self._drop_idle_groups()
+        except BaseException:
+            self.close()
+            raise
+
+        def run_group(group: str) -> None:
+            try:
+                specs = [c.worker_spec() for c in runnable if self.groups[c.check.id] == group]
+                runs[group] = self.runners[group].run(specs, ctx, on_event)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                failures.append(exc)
+
+        others = [threading.Thread(target=run_group, args=(g,), daemon=True) for g in self.runners if g != "main"]
+        try:
+            for thread in others:
+                thread.start()
+            run_group("main")
+            for thread in others:
+                thread.join()
+        finally:
+            self.close()
+        if failures:
+            raise failures[0]
+        run = merge_runs(runs)
+        outcomes = dict(run.outcomes, **{c.check.id: ProbeOutcome(c.check.id, "skipped", error="--quick") for c in skipped})
+        target = build_target(self.python, run, self.intent, {cid: o.facts for cid, o in outcomes.items() if o.state == "done"})
+        results = [judge(c, outcomes.get(c.check.id), target) for c in self.selected]
+        if not self.request.only:
+            results.extend(broken_plugin_result(b) for b in self.broken)
+        environment = environment_of(target, run, self.request)
+        environment["workers"] = {group: sorted(cid for cid, g in self.groups.items() if g == group) for group in self.runners}
+        if self.config_notes:
+            environment["config_notes"] = self.config_notes
+        report = Report(environment=environment, checks=results)
+        return report_from_dict(Redactor.from_environ().data(report.to_dict()))
+
+
+def merge_runs(runs: Dict[str, RunResult]) -> RunResult:
+    """One RunResult: the main worker's hello, torch import and system facts, every
+    group's outcomes and restarts."""
+    main = runs["main"]
+    outcomes = {cid: o for run in runs.values() for cid, o in run.outcomes.items()}
+    return RunResult(main.hello, main.torch_import, outcomes, sum(r.restarts for r in runs.values()), main.system, main.torch_runtime)
+
+
+def run_check(request: CheckRequest, on_event: Optional[EventCallback] = None) -> Report:
+    return PendingCheck(request).finish(on_event)

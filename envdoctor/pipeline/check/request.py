@@ -1,0 +1,48 @@
+"""What a check run is asked: the interpreter, the checks, the devices, the time limits, the
+configs; validated before anything starts. Bad input is a UsageError: one line, exit code 2."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from envdoctor.pipeline.check.registry import LoadedCheck
+
+_DEVICE_RE = re.compile(r"^(cpu|mps|xpu|cuda(:\d+)?)$")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
+@dataclass
+class CheckRequest:
+    python: Optional[str] = None  # None: this interpreter
+    only: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    devices: Optional[Sequence[str]] = None
+    timeout_s: Optional[float] = None  # None: each check's default budget
+    plugins: bool = True
+    options: Dict[str, Any] = field(default_factory=dict)
+    configs: Sequence[str] = ()  # training configs (--config); none: accelerate's default config, if any
+    default_config: bool = True  # False (--no-config): not even accelerate's default config
+    quick: bool = False  # --quick: skip the checks that import the training libraries
+    environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
+
+
+def validate_request(request: CheckRequest) -> None:
+    if request.timeout_s is not None and not request.timeout_s > 0:
+        raise UsageError("--timeout must be a positive number of seconds, not %g" % request.timeout_s)
+    for spec in request.devices or ():
+        if not _DEVICE_RE.match(spec):
+            raise UsageError("unknown device %r (use cpu, cuda, cuda:N, mps or xpu)" % spec)
+
+
+def select(checks: List[LoadedCheck], only: Sequence[str], skip: Sequence[str]) -> List[LoadedCheck]:
+    known = {c.check.id for c in checks}
+    unknown = [i for i in [*only, *skip] if i not in known]
+    if unknown:
+        raise UsageError("unknown check id %s (known: %s)" % (", ".join(repr(u) for u in unknown), ", ".join(sorted(known))))
+    chosen = [c for c in checks if not only or c.check.id in only]
+    return [c for c in chosen if c.check.id not in skip]
