@@ -1,7 +1,7 @@
 """envdoctor as Python calls, for a notebook's first cell and for scripts: `check`, `fix`,
-`explain`, each the CLI's command with the same engine. In a notebook kernel the results
-show themselves as HTML (progress in the cell while probes run); in a console, as text.
-torch is imported only by the probe worker, never in the calling process.
+`explain`, each the CLI's command through the same flows (envdoctor.pipeline.flows). In a
+notebook kernel the results show themselves as HTML (progress in the cell while probes run);
+in a console, as text. torch is imported only by the probe worker, never in the calling process.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from envdoctor.pipeline.check.engine import PendingCheck
-from envdoctor.pipeline.check.request import CheckRequest
+from envdoctor.pipeline import flows
 from envdoctor.pipeline.explain import Explanation
 from envdoctor.render import notebook as cell
 from envdoctor.render.html import lines_html
-from envdoctor.render.lines import explanation_lines
+from envdoctor.render.lines import explanation_lines, outcome_lines, plan_lines
+from envdoctor.render.progress import progress_display
 from envdoctor.target.model import Report
 from envdoctor.target.platform.where import in_kernel
 
@@ -29,14 +29,8 @@ def _configs(config: Paths) -> List[str]:
     return [str(config)] if isinstance(config, str) or hasattr(config, "__fspath__") else [str(c) for c in config]
 
 
-def _request(python: Optional[str], config: Paths, options: Dict[str, Any]) -> CheckRequest:
-    return CheckRequest(python=python, configs=_configs(config), **options)
-
-
-def _finish(request: CheckRequest, progress: bool) -> Report:
-    from envdoctor.render.progress import finish
-
-    return finish(PendingCheck(request), progress)  # the worker starts importing torch at PendingCheck
+def _request(python: Optional[str], config: Paths, options: Dict[str, Any]) -> flows.CheckRequest:
+    return flows.CheckRequest(python=python, configs=_configs(config), **options)
 
 
 def _present(result: Any, text: Callable[[], None]) -> None:
@@ -54,7 +48,7 @@ def check(config: Paths = None, python: Optional[str] = None, show: bool = True,
     timeout_s, quick, plugins, default_config)."""
     from envdoctor.render.terminal import render_terminal
 
-    report = _finish(_request(python, config, options), show)
+    report = flows.check(_request(python, config, options), progress_display(show))
     if show:
         _present(report, lambda: render_terminal(report, verbose=verbose))
     return report
@@ -76,8 +70,6 @@ class FixResult:
         return not self.plan.get("steps") and not self.plan.get("unresolved")
 
     def lines(self) -> List[str]:
-        from envdoctor.render.lines import outcome_lines, plan_lines
-
         out = plan_lines(self.plan)
         if self.outcome is not None:
             out += outcome_lines(self.outcome)
@@ -101,18 +93,9 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
         only: Sequence[str] = (), show: bool = True, **options: Any) -> FixResult:
     """`envdoctor fix`: plan the remedies for check's findings; with yes=True apply them, verify them
     and journal them for `envdoctor undo`. Environment variables are set in this process too."""
-    from envdoctor.pipeline.fix.apply import apply_plan
-    from envdoctor.pipeline.fix.journal import Journal, state_dir
-    from envdoctor.pipeline.fix.plan import make_plan
-    from envdoctor.target.platform.kernel import kernel_state
-
-    request = _request(python, config, dict(options, only=list(only)))
-    report = _finish(request, show)
-    plan = make_plan(report, prefer=list(prefer), only=request.only)
-    outcome = apply_plan(plan, request, Journal(state_dir())) if yes and plan.applicable else None
-    result = FixResult(plan.to_dict(), outcome.to_dict() if outcome else None)
-    if outcome is not None:
-        result.notes = list(kernel_state(report.target.where).get("notes") or ())
+    done = flows.fix(_request(python, config, dict(options, only=list(only))), prefer=list(prefer),
+                     on_plan=lambda plan: yes, progress=progress_display(show))
+    result = FixResult(done.plan.to_dict(), done.outcome.to_dict() if done.outcome else None, done.notes)
     if show:
         _present(result, lambda: print("\n".join(result.lines())))
     return result
@@ -122,11 +105,9 @@ def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bo
             show: bool = True) -> Explanation:
     """`envdoctor explain`: a traceback or log text, an exception, or (nothing) the last exception
     this interpreter printed (a notebook's last failed cell)."""
-    from envdoctor.pipeline.explain import explain as explain_excerpt
     from envdoctor.pipeline.explain.reader import read_text
 
-    text = _traceback_text(text_or_exception)
-    explanation = explain_excerpt(read_text(text), probe=probe, python=python)
+    explanation = flows.explain(read_text(_traceback_text(text_or_exception)), probe=probe, python=python)
     if show:
         _present(explanation, lambda: print("\n".join(explanation_lines(explanation.to_dict()))))
     return explanation

@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Iterator, List, Optional
 
 import typer
 
@@ -69,10 +70,7 @@ def check(
 
     Exit code 0: no errors; 1: at least one error finding; 2: bad input.
     """
-    from envdoctor.pipeline.check.engine import PendingCheck
-    from envdoctor.pipeline.check.request import CheckRequest, UsageError
-    from envdoctor.pipeline.check.runner import BadInterpreter
-    from envdoctor.render.progress import finish
+    from envdoctor.pipeline import flows
 
     if as_json and markdown:
         raise CliError("--json and --markdown cannot be combined")
@@ -80,7 +78,7 @@ def check(
         return _list(not no_plugins)
     if config and no_config:
         raise CliError("--config and --no-config cannot be combined")
-    request = CheckRequest(
+    request = flows.CheckRequest(
         python=python,
         only=_split(only),
         skip=_split(skip),
@@ -91,11 +89,8 @@ def check(
         default_config=not no_config,
         quick=quick,
     )
-    try:
-        pending = PendingCheck(request)  # the worker starts importing torch now
-        report = finish(pending, show=not (as_json or markdown))
-    except (UsageError, BadInterpreter) as exc:
-        raise CliError(str(exc)) from None
+    with _bad_input():
+        report = flows.check(request, _progress(not (as_json or markdown)))
     from envdoctor.render.as_json import render_json
     from envdoctor.render.markdown import render_markdown
     from envdoctor.render.terminal import render_terminal
@@ -127,43 +122,36 @@ def fix(
     Exit code 0: nothing to fix, or everything applied and verified; 1: findings left or a step failed
     (everything it did rolled back); 2: bad input.
     """
-    from envdoctor.pipeline.check.engine import PendingCheck
-    from envdoctor.pipeline.check.request import CheckRequest, UsageError
-    from envdoctor.pipeline.check.runner import BadInterpreter
-    from envdoctor.render.progress import finish
+    from envdoctor.pipeline import flows
+    from envdoctor.pipeline.fix.journal import JournalError
+    from envdoctor.render.lines import outcome_lines, plan_lines
 
     if config and no_config:
         raise CliError("--config and --no-config cannot be combined")
-    request = CheckRequest(python=python, only=_split(only), timeout_s=timeout, configs=list(config or ()), default_config=not no_config)
-    try:
-        report = finish(PendingCheck(request), show=not as_json)
-    except (UsageError, BadInterpreter) as exc:
-        raise CliError(str(exc)) from None
-    from envdoctor.pipeline.fix.plan import make_plan
-    from envdoctor.render.lines import outcome_lines, plan_lines
+    request = flows.CheckRequest(python=python, only=_split(only), timeout_s=timeout, configs=list(config or ()), default_config=not no_config)
 
-    plan = make_plan(report, prefer=_split(prefer), only=request.only)
-    planned = plan.to_dict()
-    result: Dict[str, Any] = {"schema": "envdoctor/1", "plan": planned, "outcome": None}
-    if not as_json:
-        print("\n".join(plan_lines(planned)))
-    if plan.empty:
-        return _done(result, as_json, 0)
-    if not plan.applicable or not (yes or _confirmed(as_json)):
-        if not as_json and plan.applicable:
+    def on_plan(plan: Any) -> bool:
+        """The plan shown (the terminal's text), then: apply it? --yes, or the answer on a terminal."""
+        if not as_json:
+            print("\n".join(plan_lines(plan.to_dict())))
+        applying = yes or _confirmed(as_json)
+        if not applying and not as_json:
             print("Nothing changed. Apply with `envdoctor fix --yes`; every step is journaled for `envdoctor undo`.")
-        return _done(result, as_json, 1)
-    from envdoctor.pipeline.fix.apply import apply_plan
-    from envdoctor.pipeline.fix.journal import Journal, JournalError, state_dir
+        return applying
 
     try:
-        outcome = apply_plan(plan, request, Journal(state_dir()), say=None if as_json else _say)
+        with _bad_input():
+            done = flows.fix(request, prefer=_split(prefer), on_plan=on_plan, progress=_progress(not as_json),
+                             say=None if as_json else _say)
     except JournalError as exc:
         raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
-    outcome_data = result["outcome"] = outcome.to_dict()
-    if not as_json:
-        print("\n".join(outcome_lines(outcome_data)))
-    return _done(result, as_json, outcome.exit_code)
+    if as_json:
+        print(json.dumps(done.to_dict(), indent=2, ensure_ascii=not _stdout_is_utf8()))
+    elif done.plan.empty or not done.plan.applicable:
+        print("\n".join(plan_lines(done.plan.to_dict())))
+    elif done.outcome is not None:
+        print("\n".join(outcome_lines(done.outcome.to_dict())))
+    return done.exit_code
 
 
 @app.command()
@@ -178,7 +166,9 @@ def explain(
 
     Exit code 0: a cause was found; 1: none was; 2: unreadable input.
     """
+    from envdoctor.pipeline import flows
     from envdoctor.pipeline.explain.reader import NotText
+    from envdoctor.render.lines import explanation_lines
 
     try:
         excerpt = _read_log(log)
@@ -186,8 +176,14 @@ def explain(
         raise CliError(str(exc)) from None
     if excerpt.empty:
         raise CliError("the input is empty: give a traceback or a log (a file, or piped on standard input)")
-    explanation = _explain(excerpt, not no_probe, python, timeout)
-    return _print_explanation(explanation, as_json)
+    with _bad_input():
+        explanation = flows.explain(excerpt, not no_probe, python, timeout)
+    data = explanation.to_dict()
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=not _stdout_is_utf8()))
+    else:
+        print("\n".join(explanation_lines(data)))
+    return int(explanation.exit_code)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -203,38 +199,33 @@ def run(
 
     Exit code: the command's own (128+N when signal N killed it); 127 when it cannot be started.
     """
-    from envdoctor.pipeline.explain.run import CommandNotFound, run_command, target_python
+    from envdoctor.pipeline import flows
+    from envdoctor.pipeline.explain.run import CommandNotFound
+    from envdoctor.render.lines import explanation_lines, plan_lines
 
     if not command:
         raise CliError("no command given: envdoctor run -- python train.py ...")
     try:
-        finished = run_command(command)
+        with _bad_input():
+            done = flows.run(command, probe=not no_probe, python=python, timeout_s=timeout, plan=fix_plan)
     except CommandNotFound as exc:
         print("envdoctor: error: %s" % exc, file=sys.stderr)
         return 127
-    if finished.exit_code == 0 or finished.excerpt.empty:
-        return finished.exit_code
-    from envdoctor.render.lines import explanation_lines, plan_lines
-
-    # probes run only for a diagnosis: output with no error in it costs a read, nothing more
-    explanation = _explain(finished.excerpt, not no_probe or fix_plan, python or target_python(command), timeout)
-    if not explanation.matching.errors:
-        return finished.exit_code
+    explanation, finished = done.explanation, done.finished
+    if explanation is None or not explanation.matching.errors:
+        return done.exit_code
     how = "killed by signal %d" % finished.signal if finished.signal else "exit code %d" % finished.exit_code
     _say("")
     _say("envdoctor: the command failed (%s); what its output says:" % how)
     for line in explanation_lines(explanation.to_dict()):
         _say(line)
-    if fix_plan and explanation.diagnoses and explanation.report is not None:
-        from envdoctor.pipeline.fix.plan import make_plan
-
-        plan = make_plan(explanation.report, prefer=[], only=[d.check for d in explanation.diagnoses])
+    if done.plan is not None:
         _say("")
-        for line in plan_lines(plan.to_dict()):
+        for line in plan_lines(done.plan.to_dict()):
             _say(line)
-        if plan.applicable:
+        if done.plan.applicable:
             _say("Apply with `envdoctor fix --yes --only %s`." % ",".join(sorted({d.check for d in explanation.diagnoses})))
-    return finished.exit_code
+    return done.exit_code
 
 
 def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
@@ -252,30 +243,21 @@ def _read_log(log: Optional[str]):  # type: ignore[no-untyped-def]
         raise CliError("cannot read %s: %s" % (log, exc.strerror or exc)) from None
 
 
-def _explain(excerpt, probe: bool, python: Optional[str], timeout: Optional[float]):  # type: ignore[no-untyped-def]
-    from envdoctor.pipeline.explain import explain as explain_excerpt
-
-    if not probe:  # reading only: the engine and its worker are not needed
-        return explain_excerpt(excerpt, probe=False)
-    from envdoctor.pipeline.check.request import CheckRequest, UsageError, validate_request
-    from envdoctor.pipeline.check.runner import BadInterpreter
+@contextlib.contextmanager
+def _bad_input() -> Iterator[None]:
+    """Bad input the pipeline found (an option, a config, an interpreter): one line, exit code 2."""
+    from envdoctor.pipeline.flows import UsageError
 
     try:
-        validate_request(CheckRequest(timeout_s=timeout))
-        return explain_excerpt(excerpt, probe=probe, python=python, timeout_s=timeout)
-    except (UsageError, BadInterpreter) as exc:
+        yield
+    except UsageError as exc:
         raise CliError(str(exc)) from None
 
 
-def _print_explanation(explanation, as_json: bool) -> int:  # type: ignore[no-untyped-def]
-    data = explanation.to_dict()
-    if as_json:
-        print(json.dumps(data, indent=2, ensure_ascii=not _stdout_is_utf8()))
-    else:
-        from envdoctor.render.lines import explanation_lines
+def _progress(show: bool) -> Any:
+    from envdoctor.render.progress import progress_display
 
-        print("\n".join(explanation_lines(data)))
-    return int(explanation.exit_code)
+    return progress_display(show)
 
 
 def _say(line: str) -> None:
@@ -293,13 +275,6 @@ def _confirmed(as_json: bool) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _done(result: Dict[str, Any], as_json: bool, code: int) -> int:
-    if as_json:
-        result["exit_code"] = code
-        print(json.dumps(result, indent=2, ensure_ascii=not _stdout_is_utf8()))
-    return code
-
-
 @app.command()
 def undo(
     run_id: Optional[str] = typer.Option(None, "--id", help="The fix run to revert (default: the last one)."),
@@ -307,36 +282,24 @@ def undo(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> int:
     """Revert a fix run byte for byte from its journal (file backups, stashed packages): no network needed."""
+    from envdoctor.pipeline import flows
     from envdoctor.pipeline.fix.action import FixError
-    from envdoctor.pipeline.fix.journal import Journal, JournalError, state_dir
-    from envdoctor.pipeline.fix.undo import undo_run
+    from envdoctor.pipeline.fix.journal import JournalError
     from envdoctor.render.lines import runs_lines
 
     try:
-        journal = Journal(state_dir())
         if list_runs:
-            runs = [run_summary(r) for r in journal.runs()]
+            runs = flows.fix_runs()
             print(json.dumps(runs, indent=2) if as_json else "\n".join(runs_lines(runs)))
             return 0
-        run = journal.find(run_id)
-        lines = undo_run(run)
+        undone = flows.undo(run_id)
     except (JournalError, FixError) as exc:
         raise CliError(str(exc)) from None
     if as_json:
-        print(json.dumps({"undone": run.id, "steps": lines}, indent=2))
+        print(json.dumps(undone, indent=2))
     else:
-        print("\n".join(lines + ["Undone: fix run %s." % run.id]))
+        print("\n".join(undone["steps"] + ["Undone: fix run %s." % undone["undone"]]))
     return 0
-
-
-def run_summary(run: Any) -> Dict[str, Any]:
-    """A journal run as `undo --list` shows it."""
-    return {
-        "id": run.id,
-        "status": run.status,
-        "python": run.meta.get("python"),
-        "steps": [{"number": s.number, "kind": s.kind, "status": s.status, "summary": (s.plan.get("summary") or "")} for s in run.steps],
-    }
 
 
 def _stdout_is_utf8() -> bool:
@@ -344,9 +307,9 @@ def _stdout_is_utf8() -> bool:
 
 
 def _list(plugins: bool) -> int:
-    from envdoctor.pipeline.check.registry import load_checks
+    from envdoctor.pipeline import flows
 
-    loaded, broken = load_checks(plugins=plugins)
+    loaded, broken = flows.list_checks(plugins)
     width = max(len(c.check.id) for c in loaded)
     for item in loaded:
         origin = "" if item.origin == "builtin" else "  [%s]" % item.origin

@@ -15,7 +15,7 @@ from conftest import ROOT
 
 FACTS = ROOT / "docs" / "facts.md"
 THIS = Path(__file__).resolve()
-SOURCE_AREAS = ("envdoctor", "checks", "tests", "benchmarks", "docs", "README.md", "noxfile.py", "pyproject.toml")
+SOURCE_AREAS = ("envdoctor", "checks", "tests", "benchmarks", "docs", "README.md", "noxfile.py", "pyproject.toml", "setup.py")
 # Notes outside the repository and paths of the machine the project was developed on.
 FORBIDDEN = re.compile(r"GPU-FACTS|\bFACTS\.md|/work/|/root/|\.\./shared")
 NOTES = re.compile(r"GPU-FACTS|\bFACTS\.md|\.\./shared")
@@ -198,7 +198,7 @@ def test_recorded_fixtures_follow_the_path_convention() -> None:
 # The project's own places at the top level; a scratch config or a test's output left there
 # (train.yaml, v9.json) is not a source of the project and must not be committed.
 TOP_LEVEL = {".ci", ".gitignore", "README.md", "benchmarks", "checks", "docs", "envdoctor", "examples", "noxfile.py", "pyproject.toml",
-             "tests"}
+             "setup.py", "tests"}
 
 
 def test_the_top_level_holds_only_the_projects_own_places() -> None:

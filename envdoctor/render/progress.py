@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from types import TracebackType
-from typing import Any, Optional, Type
+from typing import Callable, ContextManager, Iterator, Optional, Type
 
 
 class ProbeProgress:
@@ -38,15 +39,32 @@ class ProbeProgress:
             self._progress.update(self._task, description="%d checks done" % self._done)
 
 
-def finish(pending: Any, show: bool) -> Any:
-    """pending.finish() (an engine.PendingCheck) with the progress display that suits where it runs."""
+@contextlib.contextmanager
+def _no_display() -> Iterator[Optional[Callable[[str, str], None]]]:
+    yield None
+
+
+@contextlib.contextmanager
+def _in_the_cell() -> Iterator[Optional[Callable[[str, str], None]]]:
     from envdoctor.render.notebook import NotebookProgress
+
+    with NotebookProgress() as shown:
+        yield shown.on_event
+
+
+@contextlib.contextmanager
+def _on_stderr() -> Iterator[Optional[Callable[[str, str], None]]]:
+    with ProbeProgress() as progress:
+        yield progress.on_event
+
+
+def progress_display(show: bool) -> Callable[[], ContextManager[Optional[Callable[[str, str], None]]]]:
+    """The progress display that suits where envdoctor runs (a flows.Progress): the cell in a
+    notebook kernel, stderr in a terminal, none when output goes to a file or a pipe or `show` is False."""
     from envdoctor.target.platform.where import in_kernel
 
     if show and in_kernel():
-        with NotebookProgress() as shown:
-            return pending.finish(shown.on_event)
+        return _in_the_cell
     if show and sys.stderr.isatty():
-        with ProbeProgress() as progress:
-            return pending.finish(progress.on_event)
-    return pending.finish()
+        return _on_stderr
+    return _no_display

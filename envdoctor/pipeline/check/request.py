@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
-from envdoctor.pipeline.check.registry import LoadedCheck
+if TYPE_CHECKING:
+    from envdoctor.pipeline.check.registry import LoadedCheck
 
 _DEVICE_RE = re.compile(r"^(cpu|mps|xpu|cuda(:\d+)?)$")
 
 
 class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+    """Bad input from the user (an option, a config, an interpreter): printed as one line, exit code 2."""
 
 
 @dataclass

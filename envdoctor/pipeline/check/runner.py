@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 import envdoctor.target as wall
+from envdoctor.pipeline.check.request import UsageError
 from envdoctor.target.redact import Redactor
 
 # envdoctor's own folder: the worker loads envdoctor.target (the wall) from it, nothing else
@@ -64,7 +65,7 @@ sys.exit(main(sys.argv[3:]))
 """
 
 
-class BadInterpreter(Exception):
+class BadInterpreter(UsageError):
     """The target interpreter does not exist or is not a working Python."""
 
 

@@ -61,7 +61,7 @@ def signature_checks(plugins: bool = True) -> List[Check]:
     return [item.check for item in load_checks(plugins=plugins)[0]]
 
 
-def explain(excerpt: LogExcerpt, checks: Optional[Sequence[Check]] = None, probe: bool = True, python: Optional[str] = None,
+def explain_excerpt(excerpt: LogExcerpt, checks: Optional[Sequence[Check]] = None, probe: bool = True, python: Optional[str] = None,
             timeout_s: Optional[float] = None, plugins: bool = True) -> Explanation:
     """Diagnose the excerpt; with `probe`, run the diagnosed checks' probes in `python` (a
     fresh worker) and say for each diagnosis whether this environment reproduces it."""

@@ -42,7 +42,7 @@ class Finished:
     excerpt: LogExcerpt = field(default_factory=LogExcerpt)
 
 
-def target_python(argv: Sequence[str]) -> Optional[str]:
+def interpreter_of_command(argv: Sequence[str]) -> Optional[str]:
     """The interpreter a command runs in, to confirm against: `python train.py`, `/venv/bin/python3 -m x`,
     or a console script (`accelerate`, `torchrun`) whose `#!` line names one. None: unknown."""
     if not argv:

@@ -1,0 +1,174 @@
+"""envdoctor's uses as functions: check, fix (plan, apply, verify), undo, explain, run.
+
+The command line (cli.py) and the Python API (api.py) both call these and nothing else of the
+pipeline: they only parse their arguments, then print or display what comes back. Displays
+are the callers' (render/): a check is handed a `Progress`, a fix an `on_plan` that shows the
+plan and answers whether to apply it, apply a `say` for its lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from envdoctor.pipeline.check.request import CheckRequest, UsageError, validate_request
+
+__all__ = ["CheckRequest", "UsageError"]  # what a front door needs to call the flows and catch bad input
+
+if TYPE_CHECKING:  # the machinery loads when a flow runs: `--help` loads none, `explain --no-probe` no engine
+    from envdoctor.pipeline.check.registry import BrokenPlugin, LoadedCheck
+    from envdoctor.pipeline.check.runner import EventCallback
+    from envdoctor.pipeline.explain import Explanation
+    from envdoctor.pipeline.explain.reader import LogExcerpt
+    from envdoctor.pipeline.explain.run import Finished
+    from envdoctor.pipeline.fix.apply import FixOutcome, Say
+    from envdoctor.pipeline.fix.journal import RunJournal
+    from envdoctor.pipeline.fix.plan import Plan
+    from envdoctor.target.model import Report
+
+# A progress display: entered while the probes run, it gives the callback for their events.
+Progress = Callable[[], ContextManager[Optional["EventCallback"]]]
+
+
+@contextlib.contextmanager
+def _no_progress() -> Iterator[Optional[EventCallback]]:
+    yield None
+
+
+# ---------------------------------------------------------------- check
+
+
+def check(request: CheckRequest, progress: Progress = _no_progress) -> Report:
+    """Probe the target and judge it. The workers start importing torch before anything else,
+    so the caller's display and the checks' modules load while torch does. Bad input (an
+    option, a config, an interpreter) raises UsageError before anything runs."""
+    from envdoctor.pipeline.check.engine import PendingCheck
+
+    pending = PendingCheck(request)
+    with progress() as on_event:
+        return pending.finish(on_event)
+
+
+def list_checks(plugins: bool = True) -> Tuple[List[LoadedCheck], List[BrokenPlugin]]:
+    """Every check there is (built-in, then plug-ins), and the plug-ins that failed to load."""
+    from envdoctor.pipeline.check.registry import load_checks
+
+    return load_checks(plugins=plugins)
+
+
+# ---------------------------------------------------------------- fix and undo
+
+
+@dataclass
+class FixRun:
+    """A fix: the report it planned from, the plan, and what applying it did (None: not applied)."""
+
+    report: Report
+    plan: Plan
+    outcome: Optional[FixOutcome] = None
+    notes: List[str] = field(default_factory=list)  # what a notebook kernel must do now (restart)
+
+    @property
+    def exit_code(self) -> int:
+        """0: nothing to fix, or everything applied and verified; 1: findings left or a step failed."""
+        if self.outcome is not None:
+            return self.outcome.exit_code
+        return 0 if self.plan.empty else 1
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"schema": "envdoctor/1", "plan": self.plan.to_dict(),
+                "outcome": self.outcome.to_dict() if self.outcome is not None else None, "exit_code": self.exit_code}
+
+
+def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Plan], bool] = lambda plan: False,
+        progress: Progress = _no_progress, say: Optional[Say] = None) -> FixRun:
+    """Check, plan the remedies for the findings, and apply them when `on_plan` (shown the plan)
+    says so: each step journaled before it runs, then verified by re-probing, undone on failure.
+    Raises JournalError before anything changes when the journal cannot be written."""
+    from envdoctor.pipeline.fix.apply import apply_plan
+    from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.plan import make_plan
+    from envdoctor.target.platform.kernel import kernel_state
+
+    report = check(request, progress)
+    plan = make_plan(report, prefer=prefer, only=request.only)
+    done = FixRun(report, plan)
+    if plan.empty or not plan.applicable or not on_plan(plan):
+        return done
+    done.outcome = apply_plan(plan, request, Journal(state_dir()), say=say)
+    done.notes = list(kernel_state(report.target.where).get("notes") or ())
+    return done
+
+
+def fix_runs() -> List[Dict[str, Any]]:
+    """The journal's fix runs, newest last, as `undo --list` shows them."""
+    from envdoctor.pipeline.fix.journal import Journal, state_dir
+
+    return [run_summary(run) for run in Journal(state_dir()).runs()]
+
+
+def run_summary(run: RunJournal) -> Dict[str, Any]:
+    return {
+        "id": run.id,
+        "status": run.status,
+        "python": run.meta.get("python"),
+        "steps": [{"number": s.number, "kind": s.kind, "status": s.status, "summary": (s.plan.get("summary") or "")} for s in run.steps],
+    }
+
+
+def undo(run_id: Optional[str] = None) -> Dict[str, Any]:
+    """Revert a fix run (default: the newest whose changes are still in place) from the journal
+    alone: {"undone": run id, "steps": what each step's undo did}. Raises JournalError or FixError."""
+    from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.undo import undo_run
+
+    run = Journal(state_dir()).find(run_id)
+    return {"undone": run.id, "steps": undo_run(run)}
+
+
+# ---------------------------------------------------------------- explain and run
+
+
+def explain(excerpt: LogExcerpt, probe: bool = True, python: Optional[str] = None, timeout_s: Optional[float] = None) -> Explanation:
+    """Name the causes of the errors in a log; with `probe`, confirm them on the live stack
+    (`python`, or this interpreter) in a fresh worker."""
+    from envdoctor.pipeline.explain import explain_excerpt
+
+    if probe:
+        validate_request(CheckRequest(timeout_s=timeout_s))
+    return explain_excerpt(excerpt, probe=probe, python=python, timeout_s=timeout_s)
+
+
+@dataclass
+class CommandRun:
+    """`envdoctor run`: how the command ended and, when it failed with errors in its output,
+    what they mean (and the plan that would fix them)."""
+
+    finished: Finished
+    explanation: Optional[Explanation] = None
+    plan: Optional[Plan] = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.finished.exit_code
+
+
+def run(command: Sequence[str], probe: bool = True, python: Optional[str] = None, timeout_s: Optional[float] = None,
+        plan: bool = False) -> CommandRun:
+    """Run the command with its output passed through; when it fails with errors in its output,
+    explain them, confirmed against the command's own interpreter unless `python` says another.
+    Raises CommandNotFound when it cannot start."""
+    from envdoctor.pipeline.explain.run import interpreter_of_command, run_command
+    from envdoctor.pipeline.fix.plan import make_plan
+
+    finished = run_command(command)
+    done = CommandRun(finished)
+    if finished.exit_code == 0 or finished.excerpt.empty:
+        return done
+    # probes run only for a diagnosis: output with no error in it costs a read, nothing more
+    done.explanation = explain(finished.excerpt, probe or plan, python or interpreter_of_command(command), timeout_s)
+    diagnosed = done.explanation.diagnoses
+    if plan and diagnosed and done.explanation.report is not None:
+        done.plan = make_plan(done.explanation.report, prefer=[], only=[d.check for d in diagnosed])
+    return done
