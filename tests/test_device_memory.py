@@ -28,7 +28,7 @@ from envdoctor.target.remedies.kinds import commands_for
 
 LOADED = load_checks(plugins=False)[0]
 CHECK = {c.check.id: c.check for c in LOADED}["device-memory"]
-MODULE: Any = sys.modules["envdoctor.checks.device_memory"]
+PROBE: Any = sys.modules["envdoctor.checks.device_memory.probe"]  # the worker side: nvidia-smi, /proc/meminfo
 ENV = Target(python="/home/me/venv/bin/python", python_version="3.11.7", torch="2.13.0+cu128")
 MiB = 2**20
 GiB = 2**30
@@ -323,7 +323,7 @@ def test_a_cgroup_limit_narrows_host_memory() -> None:
 
 def test_parse_meminfo() -> None:
     text = "MemTotal:       24683656 kB\nMemFree:         1000000 kB\nMemAvailable:   23512340 kB\nHugePages_Total:       0\n"
-    values = MODULE.parse_meminfo(text)
+    values = PROBE.parse_meminfo(text)
     assert values["MemTotal"] == 24683656 * 1024 and values["MemAvailable"] == 23512340 * 1024
     assert values["HugePages_Total"] == 0
 
@@ -456,9 +456,9 @@ def _fake_smi(calls: List[List[str]]) -> Any:
     """nvidia-smi as it prints on that machine: physical order is the reverse of CUDA's here."""
     me = os.getpid()
     outputs = {
-        MODULE.GPUS_QUERY: "0, GPU-9F8E7D6C-AAAA-BBBB-CCCC-DDDDEEEEFFFF, 81000 MiB, 81920 MiB\n"
+        PROBE.GPUS_QUERY: "0, GPU-9F8E7D6C-AAAA-BBBB-CCCC-DDDDEEEEFFFF, 81000 MiB, 81920 MiB\n"
                            "1, GPU-5B0A3CDE-1111-2222-3333-444455556666, 1024 MiB, 81920 MiB\n",
-        MODULE.APPS_QUERY: "4242, python, 80500 MiB, GPU-9F8E7D6C-AAAA-BBBB-CCCC-DDDDEEEEFFFF\n"
+        PROBE.APPS_QUERY: "4242, python, 80500 MiB, GPU-9F8E7D6C-AAAA-BBBB-CCCC-DDDDEEEEFFFF\n"
                            "%d, /usr/bin/python3, 512 MiB, GPU-5B0A3CDE-1111-2222-3333-444455556666\n"
                            "777, [Insufficient Permissions], [N/A], GPU-5B0A3CDE-1111-2222-3333-444455556666\n" % me,
     }
@@ -475,8 +475,8 @@ def test_probe_records_each_fake_gpu_its_holders_and_a_failing_mem_get_info(monk
     import torch
 
     calls: List[List[str]] = []
-    monkeypatch.setattr(MODULE, "_run", _fake_smi(calls))
-    monkeypatch.setattr(MODULE, "_smi_program", lambda: "nvidia-smi")
+    monkeypatch.setattr(PROBE, "_run", _fake_smi(calls))
+    monkeypatch.setattr(PROBE, "_smi_program", lambda: "nvidia-smi")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fake = _FakeTorch(torch, _FakeCuda())
     facts = json.loads(json.dumps(CHECK.probe(fake, ProbeContext())))  # JSON-able
@@ -517,7 +517,7 @@ def test_probe_records_each_fake_gpu_its_holders_and_a_failing_mem_get_info(monk
 def test_probe_without_nvidia_smi_records_why(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    monkeypatch.setattr(MODULE, "_smi_program", lambda: "/nonexistent/envdoctor-test/nvidia-smi")
+    monkeypatch.setattr(PROBE, "_smi_program", lambda: "/nonexistent/envdoctor-test/nvidia-smi")
     facts = json.loads(json.dumps(CHECK.probe(_FakeTorch(torch, _FakeCuda()), ProbeContext(devices=["cuda:0"]))))
     assert [d["id"] for d in facts["devices"]] == ["cuda:0"]
     smi = facts["nvidia_smi"]
@@ -532,7 +532,7 @@ def test_a_lost_step_is_recorded_and_the_other_gpu_still_measured(monkeypatch: p
     """A context creation that crashed an earlier worker is not run again; the allocation that hung is not retried."""
     import torch
 
-    monkeypatch.setattr(MODULE, "_run", _fake_smi([]))
+    monkeypatch.setattr(PROBE, "_run", _fake_smi([]))
     lost = {"2:allocating 64 MiB on cuda:0": {"state": "timeout", "error": "did not return within 120 s"},
             "3:starting CUDA on cuda:1": {"state": "crashed", "error": "crashed the interpreter (SIGSEGV)"}}
     fake = _FakeTorch(torch, _FakeCuda())
@@ -556,7 +556,7 @@ def test_parse_compute_apps() -> None:
             "1234, python, 40238 MiB, GPU-aaaa\n"
             "99, /opt/my, odd, name/python, 12 MiB, GPU-bbbb\n"
             "5, C:\\Windows\\System32\\dwm.exe, [N/A], GPU-cccc\n")
-    assert MODULE.parse_compute_apps(text) == [
+    assert PROBE.parse_compute_apps(text) == [
         {"pid": 1234, "name": "python", "used_bytes": 40238 * MiB, "uuid": "GPU-aaaa"},
         {"pid": 99, "name": "/opt/my, odd, name/python", "used_bytes": 12 * MiB, "uuid": "GPU-bbbb"},
         {"pid": 5, "name": "C:\\Windows\\System32\\dwm.exe", "used_bytes": None, "uuid": "GPU-cccc"}]
@@ -564,12 +564,12 @@ def test_parse_compute_apps() -> None:
 
 def test_map_devices() -> None:
     gpus = [{"index": 0, "uuid": "GPU-aaaa1111"}, {"index": 1, "uuid": "GPU-bbbb2222"}, {"index": 2, "uuid": "GPU-cccc3333"}]
-    assert MODULE.map_devices({0: "CCCC3333", 1: None}, gpus, None) == {0: (2, "uuid"), 1: (1, "order")}
-    assert MODULE.map_devices({0: None, 1: None}, gpus, "2,0") == {0: (2, "CUDA_VISIBLE_DEVICES"), 1: (0, "CUDA_VISIBLE_DEVICES")}
-    assert MODULE.map_devices({0: None}, gpus, "GPU-bbbb") == {0: (1, "CUDA_VISIBLE_DEVICES")}
-    assert MODULE.map_devices({0: None}, gpus, "7") == {0: (None, None)}
-    assert MODULE.map_devices({3: None}, gpus, None) == {3: (None, None)}
-    assert MODULE.map_devices({0: "bbbb2222", 1: None}, gpus, None) == {0: (1, "uuid"), 1: (None, None)}  # 1 is taken: no guess
+    assert PROBE.map_devices({0: "CCCC3333", 1: None}, gpus, None) == {0: (2, "uuid"), 1: (1, "order")}
+    assert PROBE.map_devices({0: None, 1: None}, gpus, "2,0") == {0: (2, "CUDA_VISIBLE_DEVICES"), 1: (0, "CUDA_VISIBLE_DEVICES")}
+    assert PROBE.map_devices({0: None}, gpus, "GPU-bbbb") == {0: (1, "CUDA_VISIBLE_DEVICES")}
+    assert PROBE.map_devices({0: None}, gpus, "7") == {0: (None, None)}
+    assert PROBE.map_devices({3: None}, gpus, None) == {3: (None, None)}
+    assert PROBE.map_devices({0: "bbbb2222", 1: None}, gpus, None) == {0: (1, "uuid"), 1: (None, None)}  # 1 is taken: no guess
 
 
 # ---- signatures

@@ -1,15 +1,5 @@
-"""cublas: can every visible GPU start cuBLAS and cuDNN, and do its fp32 / fp16 /
-bf16 GEMMs and a small convolution return the right numbers?
-
-Each CUDA device is probed on its own (one failing GPU must not hide the
-others): the cuBLAS handle (`torch.cuda.current_blas_handle()`), a 64×64 GEMM
-per dtype compared with an fp32 CPU reference on the same rounded inputs, and a
-small cuDNN conv2d. Free/total device memory is recorded at the start and right
-after any failure, because `CUBLAS_STATUS_NOT_INITIALIZED` is most often an
-out-of-memory GPU, not a broken install (seed 002: some processes of a multi-GPU
-A100 xDiT run failed with it): then the finding says so (`cublas-init-oom`); the
-device-memory check records each device's memory on its own.
-"""
+"""The cublas rules: pure functions over the probe's facts and the Target, run in envdoctor's
+own process and tested on snapshots recorded from real machines."""
 
 from __future__ import annotations
 
@@ -17,19 +7,13 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
-from envdoctor.target.probekit.distributions import requires
-from envdoctor.target.probekit.gpus import capability_tuple, cuda_devices, device_index, identity, visible_devices_value
-from envdoctor.target.probekit.ops import attempt, randn, run_op, seeded_generator
-from envdoctor.target.probekit.steps import step
-from envdoctor.target.probekit.text import dedupe, error_text, short_dtype
+from envdoctor.target.model import Finding, Remedy, Severity, Target
+from envdoctor.target.probekit.gpus import capability_tuple, visible_devices_value
+from envdoctor.target.probekit.text import dedupe, short_dtype
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
 
-ID = "cublas"
+from .probe import ID
 
-GEMM_DTYPES = ("float32", "float16", "bfloat16")
-CONV_DTYPES = ("float32", "float16")
-GEMM_N = 64
 # Largest max-relative error (vs an fp32 CPU reference on the same rounded inputs) of
 # a sound kernel at these sizes. fp32 allows TF32 (10-bit mantissa, on by default for
 # cuDNN and when a user sets allow_tf32); fp16/bf16 are bounded by output rounding and
@@ -43,152 +27,6 @@ LOW_FREE_FRACTION = 0.05
 # cuBLAS / cuDNN statuses that mean "could not start or could not allocate".
 _INIT_ALLOC = re.compile(r"(CUBLAS|CUDNN)_STATUS_(NOT_INITIALIZED|ALLOC_FAILED|INTERNAL_ERROR)|cublasCreate|cudnnCreate")
 _OOM = re.compile(r"out of memory", re.IGNORECASE)
-_LIBRARY_NAMES = ("libcublas", "libcublasLt", "libcudnn", "libcudart")
-
-
-# ---------------------------------------------------------------- probe
-
-
-def _mem(torch: Any, index: int) -> Dict[str, Any]:
-    """torch.cuda.mem_get_info(i) -> (free, total) bytes, or the error it raised."""
-    try:
-        free, total = torch.cuda.mem_get_info(index)
-        return {"free": int(free), "total": int(total)}
-    except Exception as exc:  # noqa: BLE001 - a context that cannot even answer this is a fact
-        return {"error": error_text(exc), "error_type": type(exc).__name__}
-
-
-def _cudnn(torch: Any) -> Dict[str, Any]:
-    cudnn = torch.backends.cudnn
-    info: Dict[str, Any] = {"enabled": bool(getattr(cudnn, "enabled", False))}
-    info["available"], err = attempt(lambda: bool(cudnn.is_available()))
-    if err:
-        info["available_error"] = err
-    # version() loads libcudnn and raises on a version mismatch ("cuDNN version incompatibility: ...")
-    info["version"], err = attempt(lambda: cudnn.version())
-    if err:
-        info["error"] = err
-    return info
-
-
-def _cuda_requirements() -> List[str]:
-    """torch's own pins on its CUDA math libraries (pip installs), e.g.
-    `nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"` or, from torch 2.11,
-    `cuda-toolkit[cublas,cudart,...]==13.0.2` (docs/facts.md §3a)."""
-    # conda or a source build: no metadata, no pins
-    return [r for r in requires("torch") if "cublas" in r.lower() or "cudnn" in r.lower()]
-
-
-def _loaded_libraries() -> List[str]:
-    """Which libcublas / libcudnn files this process really mapped (Linux)."""
-    found: List[str] = []
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rsplit(None, 1)[-1] if "/" in line else ""
-                base = os.path.basename(path)
-                if base.startswith(_LIBRARY_NAMES) and path not in found:
-                    found.append(path)
-    except OSError:
-        return []
-    return found
-
-
-def _gemm(torch: Any, a: Any, b: Any, device: str, dt: Any) -> Tuple[Any, Any]:
-    def fn() -> Any:
-        return torch.matmul(a.to(device=device, dtype=dt), b.to(device=device, dtype=dt))
-
-    def ref() -> Any:
-        return torch.matmul(a.to(dt).float(), b.to(dt).float())
-
-    return fn, ref
-
-
-def _conv(torch: Any, F: Any, tensors: Tuple[Any, Any, Any], device: str, dt: Any) -> Tuple[Any, Any]:
-    img, kern, bias = tensors
-
-    def fn() -> Any:
-        return F.conv2d(img.to(device=device, dtype=dt), kern.to(device=device, dtype=dt), bias.to(device=device, dtype=dt), padding=1)
-
-    def ref() -> Any:
-        return F.conv2d(img.to(dt).float(), kern.to(dt).float(), bias.to(dt).float(), padding=1)
-
-    return fn, ref
-
-
-def _probe_device(torch: Any, F: Any, device: str, index: int, info: Dict[str, Any], ops: List[Dict[str, Any]], cudnn_on: bool) -> None:
-    with step("starting CUDA on %s" % device, device=device):
-        info["mem_start"] = _mem(torch, index)
-        ident = identity(torch, device)
-    info["name"], info["capability"] = ident["name"], ident["capability"]
-    if ident.get("error"):
-        info["identity_error"] = ident["error"]
-    gen = seeded_generator(torch, 50)
-    a, b = randn(torch, gen, GEMM_N, GEMM_N), randn(torch, gen, GEMM_N, GEMM_N)
-    conv_in = (randn(torch, gen, 1, 3, 16, 16), randn(torch, gen, 8, 3, 3, 3), randn(torch, gen, 8))
-    with torch.cuda.device(index):
-        try:
-            with step("creating the cuBLAS handle on %s" % device, device=device, op="cublas handle"):
-                torch.cuda.current_blas_handle()
-            info["handle"] = {"ok": True, "error": None}
-        except Exception as exc:  # noqa: BLE001 - CUBLAS_STATUS_NOT_INITIALIZED & co. are the facts (and a lost step)
-            info["handle"] = {"ok": False, "error": error_text(exc), "error_type": getattr(exc, "error_type", type(exc).__name__),
-                              "mem_after_failure": _mem(torch, index)}
-        for name_ in GEMM_DTYPES:
-            dt = getattr(torch, name_, None)
-            if dt is None:
-                continue
-            fn, ref = _gemm(torch, a, b, device, dt)
-            fact = run_op(torch, "gemm", device, name_, fn, ref, shape=[GEMM_N, GEMM_N, GEMM_N])
-            if not fact["ok"]:
-                fact["mem_after_failure"] = _mem(torch, index)
-            ops.append(fact)
-        for name_ in CONV_DTYPES:
-            fn, ref = _conv(torch, F, conv_in, device, getattr(torch, name_))
-            fact = run_op(torch, "conv2d", device, name_, fn, ref, cudnn=cudnn_on)
-            if not fact["ok"]:
-                fact["mem_after_failure"] = _mem(torch, index)
-            ops.append(fact)
-
-
-def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
-    facts: Dict[str, Any] = {
-        "torch": torch.__version__,
-        "cuda_build": getattr(torch.version, "cuda", None),
-        "hip": getattr(torch.version, "hip", None),
-        "devices": [],
-        "ops": [],
-    }
-    devices = cuda_devices(torch, ctx)
-    if not devices:
-        # Cheap on a CPU-only build: is_available() answers without touching a driver.
-        facts["cuda_seen"] = [d for d in available_devices(torch) if d.startswith("cuda")] if ctx.devices is not None else []
-        return facts
-    facts["env"] = {k: os.environ.get(k) for k in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")}
-    facts["requirements"] = _cuda_requirements()
-    facts["cudnn"] = cudnn = _cudnn(torch)
-    facts["tf32"] = {
-        "matmul": attempt(lambda: bool(torch.backends.cuda.matmul.allow_tf32))[0],
-        "cudnn": attempt(lambda: bool(torch.backends.cudnn.allow_tf32))[0],
-    }
-    import torch.nn.functional as F
-
-    cudnn_on = bool(cudnn.get("enabled") and cudnn.get("available"))
-    for device in devices:
-        index = device_index(device)
-        info: Dict[str, Any] = {"id": device, "index": index}
-        facts["devices"].append(info)
-        try:
-            _probe_device(torch, F, device, index, info, facts["ops"], cudnn_on)
-        except Exception as exc:  # noqa: BLE001 - one broken GPU must not hide the others
-            info["error"] = error_text(exc)
-            info["error_type"] = type(exc).__name__
-            info["mem_after_failure"] = _mem(torch, index)
-    facts["libraries"] = _loaded_libraries()
-    return facts
-
-
-# ---------------------------------------------------------------- rules
 
 
 def _mib(n: Any) -> str:
@@ -536,48 +374,3 @@ def _status_word(text: str) -> str:
     if _OOM.search(text):
         return "out of memory"
     return "failed: %s" % _short(text)[:60]
-
-
-# cuBLAS/cuDNN status names and torch's wording, e.g.
-#   `CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)``
-#   (github.com/QwenLM/Qwen/issues/120, github.com/OpenBMB/VisCPM/issues/3 — both traced to a full GPU),
-#   `CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, ...)``,
-#   `cuDNN error: CUDNN_STATUS_NOT_INITIALIZED`, and the allocator's
-#   `CUDA out of memory. Tried to allocate ...` (torch.OutOfMemoryError / torch.cuda.OutOfMemoryError).
-# What `explain` can say from a traceback alone; the live findings add this machine's GPUs and libraries.
-EXPLAIN_REMEDIES = (
-    Remedy("Look at the GPU's memory first (`nvidia-smi`): another process, another rank on the same GPU or this run's own "
-           "model can leave cuBLAS no room for its handle; free it or lower the batch size", id="free-gpu"),
-    Remedy("Check the driver (`nvidia-smi` must list the GPU without errors) and that no other CUDA toolkit's libcublas "
-           "shadows torch's own (LD_LIBRARY_PATH, LD_PRELOAD)", id="ld-library-path"),
-    Remedy("Reinstall the torch CUDA wheel and its nvidia-* packages so that torch and cuBLAS match", id="reinstall-torch-cuda"),
-)
-
-# Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
-SIGNATURES = (
-    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED",
-              cause="cuBLAS could not start: a GPU out of memory (another process, another rank on the same GPU), or "
-                    "broken or mismatched cuBLAS libraries", remedies=EXPLAIN_REMEDIES),
-    Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
-              cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
-                    "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES),
-    Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR)",
-              cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
-                    "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:]),
-    Signature("cudnn-failed", r"CUDNN_STATUS_[A-Z_]+",
-              cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
-                    "not match the torch build", remedies=EXPLAIN_REMEDIES),
-    Signature("cudnn-failed", r"cuDNN version incompatibility",
-              cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
-)
-
-CHECK = Check(
-    id=ID,
-    title="cuBLAS / cuDNN on each GPU",
-    probe=probe,
-    diagnose=diagnose,
-    summarize=summarize,
-    timeout_s=120.0,  # creating contexts, cuBLAS handles and loading cuDNN on several GPUs
-    order=50,
-    signatures=SIGNATURES,
-)

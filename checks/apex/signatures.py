@@ -1,0 +1,57 @@
+"""How apex failures read in a traceback (for `explain`), and what can be said from the text alone."""
+
+from __future__ import annotations
+
+from envdoctor.target.model import Remedy, Signature
+
+# What `explain` can say from a traceback alone; the live findings add the exact commands for this interpreter.
+UNINSTALL_IMPOSTOR = Remedy("Uninstall the PyPI package named apex (`pip uninstall apex`): it is a Pyramid web toolkit. NVIDIA apex "
+                            "is not on PyPI; build it from github.com/NVIDIA/apex if you need it", id="apex-uninstall")
+REBUILD = Remedy("Rebuild NVIDIA apex from its source against the installed torch, with its C++ and CUDA extensions "
+                 "(APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation git+https://github.com/NVIDIA/apex), "
+                 "or uninstall it: transformers and diffusers fall back to their own code", id="apex-build-from-source")
+FUSED_NORM_REMEDIES = (
+    Remedy("Uninstall apex: transformers (4.17 to 5.7) then uses its own T5LayerNorm instead of apex FusedRMSNorm, which "
+           "accepts an input of another dtype than its weight", id="apex-uninstall"),
+    REBUILD,
+    Remedy("Or give the fused norm an input of its weight's dtype: load the model in one dtype (bf16 or fp16 throughout)",
+           id="apex-norm-same-dtype"),
+)
+
+SIGNATURES = (
+    Signature("apex-fused-norm-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              frames=(r"apex/normalization/fused_layer_norm\.py",), frames_required=True,
+              cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's (seed 002: T5 via "
+                    "transformers' FusedRMSNorm swap), or an apex built for another torch",
+              remedies=FUSED_NORM_REMEDIES),
+    Signature("apex-no-cuda-extensions", r"No module named '?fused_layer_norm_cuda'?",
+              frames=(r"apex/normalization/fused_layer_norm\.py",),
+              cause="apex was built without its CUDA extensions (Python-only build)",
+              remedies=(REBUILD,)),
+    Signature("apex-no-cuda-extensions", r"No module named '?amp_C'?", frames=(r"apex/",),
+              cause="apex was built without its CUDA extensions: the multi-tensor optimizers need amp_C",
+              remedies=(REBUILD,)),
+    Signature("apex-no-cuda-extensions", r"No module named '?(apex_C|syncbn|mlp_cuda|fused_dense_cuda|scaled_\w*softmax_cuda)'?",
+              frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions",
+              remedies=(REBUILD,)),
+    Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    Signature("apex-impostor", r"No module named '?(pyramid|zope|wtforms|wtforms_recaptcha)(\.[\w.]+)?'", frames=(r"apex/",),
+              frames_required=True,
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    Signature("apex-impostor", r"cannot import name '\w+' from 'pyramid[\w.]*'", frames=(r"apex/",), frames_required=True,
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
+              cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    Signature("apex-extension-abi", r"(apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|mlp_cuda|fused_adam_cuda|"
+                                    r"fused_weight_gradient_mlp_cuda)\.\S*\.so: undefined symbol(: \S+)?",
+              cause="an apex extension compiled against another torch",
+              remedies=(REBUILD,)),
+    Signature("apex-extension-abi", r"undefined symbol", frames=(r"(^|/)apex/",), frames_required=True,
+              cause="an apex extension compiled against another torch",
+              remedies=(REBUILD,)),
+)

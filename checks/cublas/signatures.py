@@ -1,0 +1,38 @@
+"""How cublas failures read in a traceback (for `explain`), and what can be said from the text alone."""
+
+from __future__ import annotations
+
+from envdoctor.target.model import Remedy, Signature
+
+# cuBLAS/cuDNN status names and torch's wording, e.g.
+#   `CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)``
+#   (github.com/QwenLM/Qwen/issues/120, github.com/OpenBMB/VisCPM/issues/3 — both traced to a full GPU),
+#   `CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, ...)``,
+#   `cuDNN error: CUDNN_STATUS_NOT_INITIALIZED`, and the allocator's
+#   `CUDA out of memory. Tried to allocate ...` (torch.OutOfMemoryError / torch.cuda.OutOfMemoryError).
+# What `explain` can say from a traceback alone; the live findings add this machine's GPUs and libraries.
+EXPLAIN_REMEDIES = (
+    Remedy("Look at the GPU's memory first (`nvidia-smi`): another process, another rank on the same GPU or this run's own "
+           "model can leave cuBLAS no room for its handle; free it or lower the batch size", id="free-gpu"),
+    Remedy("Check the driver (`nvidia-smi` must list the GPU without errors) and that no other CUDA toolkit's libcublas "
+           "shadows torch's own (LD_LIBRARY_PATH, LD_PRELOAD)", id="ld-library-path"),
+    Remedy("Reinstall the torch CUDA wheel and its nvidia-* packages so that torch and cuBLAS match", id="reinstall-torch-cuda"),
+)
+
+# Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
+SIGNATURES = (
+    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED",
+              cause="cuBLAS could not start: a GPU out of memory (another process, another rank on the same GPU), or "
+                    "broken or mismatched cuBLAS libraries", remedies=EXPLAIN_REMEDIES),
+    Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
+              cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
+                    "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES),
+    Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR)",
+              cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
+                    "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:]),
+    Signature("cudnn-failed", r"CUDNN_STATUS_[A-Z_]+",
+              cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
+                    "not match the torch build", remedies=EXPLAIN_REMEDIES),
+    Signature("cudnn-failed", r"cuDNN version incompatibility",
+              cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
+)

@@ -1,0 +1,50 @@
+"""How cuda-compat failures read in a traceback (for `explain`), and what can be said from the text alone."""
+
+from __future__ import annotations
+
+from envdoctor.target.model import Remedy, Signature
+
+# What `explain` can say from a traceback alone; the live findings name the exact wheel for this GPU and driver.
+WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architecture and this driver: `envdoctor check --only "
+                       "cuda-compat` names it and `envdoctor fix` installs it (a GPU newer than the torch, e.g. sm_120 on a "
+                       "cu12.4 wheel, needs a newer torch)", id="torch-wheel-for-gpu")
+DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
+                        "CUDA)", id="driver-upgrade")
+CUDA_TORCH = Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org cuXXX index for "
+                    "your driver) into the interpreter that runs the script", id="torch-cuda-wheel")
+VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "
+                     "runtime in Colab; `nvidia-smi` must list one", id="visible-devices")
+REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver's kernel module and libraries are the same "
+                "release", id="reboot-after-driver-update")
+
+SIGNATURES = (
+    Signature("no-kernel-image", r"no kernel image is available for execution on the device",
+              cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
+              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
+              frames=(r"torch/cuda/__init__\.py",),
+              cause="torch was not built for this GPU's architecture",
+              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version",
+              cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    Signature("driver-too-old", r"The NVIDIA driver on your system is too old \(found version (\d+)\)",
+              frames=(r"torch/cuda/__init__\.py",),
+              cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
+              cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    Signature("no-cuda-device", r"Found no NVIDIA driver on your system",
+              cause="no NVIDIA driver (libcuda) is installed or loaded",
+              remedies=(VISIBLE_GPU,)),
+    Signature("cpu-only-torch", r"Torch not compiled with CUDA enabled",
+              frames=(r"torch/cuda/__init__\.py",), cause="a CPU-only torch wheel was asked to use CUDA",
+              remedies=(CUDA_TORCH,)),
+    Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
+              cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
+              remedies=(VISIBLE_GPU,)),
+    Signature("driver-library-mismatch", r"Driver/library version mismatch|system has unsupported display driver / cuda driver combination",
+              cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",
+              remedies=(REBOOT,)),
+)

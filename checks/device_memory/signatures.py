@@ -1,0 +1,49 @@
+"""How device-memory failures read in a traceback (for `explain`), and what can be said from the text alone."""
+
+from __future__ import annotations
+
+from envdoctor.target.model import Remedy, Signature
+
+# How out of memory reads in a traceback, and what causes it:
+#   torch's caching allocator: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total
+#   capacity of ... of which ... is free. Process 2211 has ... memory in use ...` (torch.cuda.OutOfMemoryError in older
+#   releases, the same class; see https://pytorch.org/docs/stable/notes/cuda.html#cuda-memory-management, and
+#   github.com/pytorch/pytorch/issues/40863: "another program ... is already using all the GPU memory", check nvidia-smi);
+#   the CUDA runtime at context creation: `RuntimeError: CUDA error: out of memory` (github.com/yangjianxin1/GPT2-chitchat/issues/19:
+#   GPU 0 was held by another framework's job, the other GPUs free);
+#   cuBLAS: `CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`` (github.com/QwenLM/Qwen3/issues/873:
+#   solved by running on a GPU with enough free memory);
+#   cuDNN: `CUDNN_STATUS_ALLOC_FAILED` (github.com/amdegroot/ssd.pytorch/issues/33: solved with a smaller batch size).
+# What `explain` can say from a traceback alone; the live findings add this machine's free memory and processes.
+EXPLAIN_REMEDIES = (
+    Remedy("Make the step fit: a smaller batch (with gradient accumulation for the same effective batch), gradient "
+           "checkpointing, bf16/fp16 weights, or 8-bit optimizers", id="smaller-batch"),
+    Remedy("Free the GPU: stop the other processes that hold its memory (`nvidia-smi`), a crashed earlier run, a notebook "
+           "kernel, another rank placed on the same GPU", id="free-gpu"),
+    Remedy("If much memory is reserved but unallocated (fragmentation), set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+           id="alloc-conf"),
+)
+# Out of memory said in other words near a cuBLAS/cuDNN failure: the allocator's report, a large
+# allocation, the runtime's own code.
+# People's own words count: "VRAM climbs to 24G", "显存" (GPU memory, in the Chinese threads the seeds come from).
+OOM_HINTS = (r"out of memory|OutOfMemory|Tried to allocate|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
+             r"reserved in total by PyTorch|memory (is )?(full|exhausted)|\bOOM\b|VRAM|GPU memory|显存",)
+
+SIGNATURES = (
+    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate",
+              cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
+                    "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
+              remedies=EXPLAIN_REMEDIES),
+    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b",
+              cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
+                    "older releases)", remedies=EXPLAIN_REMEDIES),
+    Signature("out-of-memory", r"CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY",
+              cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
+              remedies=EXPLAIN_REMEDIES),
+    Signature("out-of-memory", r"CUBLAS_STATUS_(ALLOC_FAILED|NOT_INITIALIZED)", context=OOM_HINTS, context_required=True,
+              cause="cuBLAS could not create its handle or workspace because the GPU is (nearly) full",
+              remedies=EXPLAIN_REMEDIES),
+    Signature("out-of-memory", r"CUDNN_STATUS_(ALLOC_FAILED|NOT_INITIALIZED|INTERNAL_ERROR)", context=OOM_HINTS, context_required=True,
+              cause="cuDNN could not allocate its handle or a convolution workspace: the GPU is (nearly) full or the batch too large",
+              remedies=EXPLAIN_REMEDIES),
+)
