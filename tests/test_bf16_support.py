@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import contextmanager
-from typing import Any, Iterator
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
+from conftest import FakeCudaTorch, FakeGpu, check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import ProbeContext, Severity
@@ -173,57 +171,12 @@ def test_rocm_devices_are_native_whatever_their_gfx_number() -> None:
 # ---- the probe with a fake CUDA namespace over the CPU torch
 
 
-class _FakeCuda:
-    def __init__(self, keyword: bool) -> None:
-        self.current = 0
-        self.keyword = keyword
-        self.asked_for: list = []
-
-    def is_available(self) -> bool:
-        return True
-
-    def device_count(self) -> int:
-        return 2
-
-    def get_device_name(self, i: int) -> str:
-        return ["Tesla T4", "NVIDIA A100-SXM4-80GB"][i]
-
-    def get_device_capability(self, i: int) -> tuple:
-        return [(7, 5), (8, 0)][i]
-
-    def is_bf16_supported(self, **kwargs: Any) -> bool:
-        if kwargs and not self.keyword:
-            raise TypeError("is_bf16_supported() got an unexpected keyword argument 'including_emulation'")
-        self.asked_for.append((self.current, kwargs))
-        return self.current == 1 or bool(kwargs.get("including_emulation", True))
-
-    @contextmanager
-    def device(self, i: int) -> Iterator[None]:
-        previous, self.current = self.current, i
-        try:
-            yield
-        finally:
-            self.current = previous
-
-    def synchronize(self, device: Any = None) -> None:
-        pass
-
-
-class _FakeTorch:
-    def __init__(self, torch: Any, keyword: bool) -> None:
-        self._torch = torch
-        self.cuda = _FakeCuda(keyword)
-        self.version = type("V", (), {"cuda": "12.4", "hip": None})()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._torch, name)
-
-
 @pytest.mark.parametrize("keyword", [True, False])
 def test_probe_asks_each_device_under_its_own_context(keyword: bool) -> None:
     import torch
 
-    fake = _FakeTorch(torch, keyword)
+    fake = FakeCudaTorch(torch, [FakeGpu("Tesla T4", (7, 5), bf16_native=False), FakeGpu("NVIDIA A100-SXM4-80GB", (8, 0))],
+                         bf16_keyword=keyword)
     facts = json.loads(json.dumps(CHECK.probe(fake, ProbeContext())))
     devs = facts["devices"]
     assert [(d["id"], d["name"], d["capability"]) for d in devs] == [("cuda:0", "Tesla T4", "7.5"), ("cuda:1", "NVIDIA A100-SXM4-80GB", "8.0")]

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, List
 
 import pytest
-from conftest import check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
+from conftest import FakeCudaTorch, FakeGpu, check_of, codes, facts_of, handwritten, judge, load_fixture, run_json, torch_has_cuda
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import ProbeContext, Severity
@@ -310,62 +309,14 @@ def test_a_device_whose_probe_raised_is_reported_not_dropped() -> None:
 # ---- the probe, with a fake CUDA namespace around the real CPU torch
 
 
-class _FakeCuda:
-    """Two 'GPUs' over the real CPU torch: cuda:1's cuBLAS handle fails."""
-
-    def __init__(self) -> None:
-        self.current = 0
-        self.calls: List[str] = []
-
-    def is_available(self) -> bool:
-        return True
-
-    def device_count(self) -> int:
-        return 2
-
-    def get_device_name(self, i: int) -> str:
-        return "Fake A100"
-
-    def get_device_capability(self, i: int) -> tuple:
-        if i == 1:
-            raise RuntimeError("CUDA error: unspecified launch failure")
-        return (8, 0)
-
-    def mem_get_info(self, i: int) -> tuple:
-        self.calls.append("mem_get_info(%d)" % i)
-        return (70 * 2**30, 80 * 2**30)
-
-    def current_blas_handle(self) -> int:
-        if self.current == 1:
-            raise RuntimeError(NOT_INIT + "\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.")
-        return 1234
-
-    @contextmanager
-    def device(self, i: int) -> Iterator[None]:
-        previous, self.current = self.current, i
-        try:
-            yield
-        finally:
-            self.current = previous
-
-    def synchronize(self, device: Any = None) -> None:
-        pass
-
-
-class _FakeTorch:
-    def __init__(self, torch: Any) -> None:
-        self._torch = torch
-        self.cuda = _FakeCuda()
-        self.version = type("V", (), {"cuda": "12.1", "hip": None})()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._torch, name)
-
-
 def test_probe_records_each_fake_gpu_separately() -> None:
     import torch
 
-    fake = _FakeTorch(torch)
+    # cuda:1 cannot say its capability and its cuBLAS handle fails
+    fake = FakeCudaTorch(torch, [FakeGpu(), FakeGpu(capability_error=RuntimeError("CUDA error: unspecified launch failure"),
+                                                 blas_error=RuntimeError(NOT_INIT + "\nCompile with `TORCH_USE_CUDA_DSA` to enable "
+                                                                                    "device-side assertions."))],
+                         cuda_version="12.1")
     facts = CHECK.probe(fake, ProbeContext())
     json.dumps(facts)  # JSON-able
     devices = {d["id"]: d for d in facts["devices"]}

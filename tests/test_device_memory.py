@@ -14,12 +14,11 @@ import re
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
-from conftest import FIXTURES, check_of, codes, handwritten, run_json, torch_has_cuda
+from conftest import FIXTURES, FakeCudaTorch, FakeGpu, check_of, codes, handwritten, run_json, torch_has_cuda
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Finding, ProbeContext, Severity, Target
@@ -382,74 +381,13 @@ def test_every_finding_speaks_the_remedy_vocabulary(name: str, facts: Dict[str, 
 # ---- the probe's GPU path, with a fake CUDA namespace around the real CPU torch
 
 
-class _Props:
-    def __init__(self, uuid: str) -> None:
-        self.uuid = uuid
-
-
-class _FakeCuda:
+def _two_gpus(torch: Any) -> FakeCudaTorch:
     """Two 'GPUs': cuda:1 is full (mem_get_info raises, the allocation is out of memory)."""
-
-    UUIDS = ("5b0a3cde-1111-2222-3333-444455556666", "9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff")  # torch's spelling: no "GPU-"
-
-    def __init__(self, mem_error: Optional[Exception] = None) -> None:
-        self.mem_error = mem_error or RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported")
-        self.calls: List[str] = []
-
-    def is_available(self) -> bool:
-        return True
-
-    def device_count(self) -> int:
-        return 2
-
-    def get_device_name(self, i: int) -> str:
-        return "Fake A100"
-
-    def get_device_capability(self, i: int) -> Tuple[int, int]:
-        return (8, 0)
-
-    def get_device_properties(self, i: int) -> _Props:
-        return _Props(self.UUIDS[i])
-
-    def memory_reserved(self, i: int) -> int:
-        return 6 * MiB if i == 0 else 0
-
-    def memory_allocated(self, i: int) -> int:
-        return 0
-
-    def empty_cache(self) -> None:
-        self.calls.append("empty_cache")
-
-    def mem_get_info(self, i: int) -> Tuple[int, int]:
-        self.calls.append("mem_get_info(%d)" % i)
-        if i == 1:
-            raise self.mem_error
-        return (70 * GiB, 80 * GiB)
-
-    def synchronize(self, device: Any = None) -> None:
-        self.calls.append("synchronize(%s)" % device)
-
-    @contextmanager
-    def device(self, i: int) -> Iterator[None]:
-        yield
-
-
-class _FakeTorch:
-    def __init__(self, torch: Any, cuda: _FakeCuda) -> None:
-        self._torch = torch
-        self.cuda = cuda
-        self.version = type("V", (), {"cuda": "12.4", "hip": None})()
-        self.allocated: List[str] = []
-
-    def empty(self, n: int, dtype: Any = None, device: Any = None) -> Any:
-        self.allocated.append(str(device))
-        if device == "cuda:1":
-            raise self._torch.OutOfMemoryError(
-                "CUDA out of memory. Tried to allocate 64.00 MiB. GPU 1 has a total capacity of 80.00 GiB of which 0 bytes is free.")
-        return self._torch.empty(n, dtype=dtype)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._torch, name)
+    full = FakeGpu(uuid="9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff",
+                   mem_error=RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"),
+                   alloc_error=torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 64.00 MiB. GPU 1 has a total capacity "
+                                                      "of 80.00 GiB of which 0 bytes is free."))
+    return FakeCudaTorch(torch, [FakeGpu(reserved=6 * MiB), full], cuda_version="12.4")
 
 
 def _fake_smi(calls: List[List[str]]) -> Any:
@@ -478,7 +416,7 @@ def test_probe_records_each_fake_gpu_its_holders_and_a_failing_mem_get_info(monk
     monkeypatch.setattr(PROBE, "_run", _fake_smi(calls))
     monkeypatch.setattr(PROBE, "_smi_program", lambda: "nvidia-smi")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    fake = _FakeTorch(torch, _FakeCuda())
+    fake = _two_gpus(torch)
     facts = json.loads(json.dumps(CHECK.probe(fake, ProbeContext())))  # JSON-able
     assert calls == [["nvidia-smi", "--query-gpu=index,uuid,memory.used,memory.total", "--format=csv,noheader"],
                      ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory,gpu_uuid", "--format=csv,noheader"]]
@@ -518,7 +456,7 @@ def test_probe_without_nvidia_smi_records_why(monkeypatch: pytest.MonkeyPatch) -
     import torch
 
     monkeypatch.setattr(PROBE, "_smi_program", lambda: "/nonexistent/envdoctor-test/nvidia-smi")
-    facts = json.loads(json.dumps(CHECK.probe(_FakeTorch(torch, _FakeCuda()), ProbeContext(devices=["cuda:0"]))))
+    facts = json.loads(json.dumps(CHECK.probe(_two_gpus(torch), ProbeContext(devices=["cuda:0"]))))
     assert [d["id"] for d in facts["devices"]] == ["cuda:0"]
     smi = facts["nvidia_smi"]
     assert smi["ran"] is True and smi["gpus"]["ok"] is False
@@ -535,7 +473,7 @@ def test_a_lost_step_is_recorded_and_the_other_gpu_still_measured(monkeypatch: p
     monkeypatch.setattr(PROBE, "_run", _fake_smi([]))
     lost = {"2:allocating 64 MiB on cuda:0": {"state": "timeout", "error": "did not return within 120 s"},
             "3:starting CUDA on cuda:1": {"state": "crashed", "error": "crashed the interpreter (SIGSEGV)"}}
-    fake = _FakeTorch(torch, _FakeCuda())
+    fake = _two_gpus(torch)
     steps.begin_check("device-memory", None, lost)
     try:
         facts = json.loads(json.dumps(CHECK.probe(fake, ProbeContext())))

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.target.probekit.text import TORCH_DTYPE
+
 # envdoctor's weight/precision vocabulary (envdoctor.target.intent) -> torch dtype names.
 # fp8 weights are float8_e4m3fn: the storage format OneTrainer, diffusers' layerwise
 # casting and torchao use for weights (e5m2 is for gradients).
-TORCH_DTYPES = {"fp8": "float8_e4m3fn", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+BASE_DTYPES = dict(TORCH_DTYPE, fp8="float8_e4m3fn")  # a config's fp8 base weights are e4m3fn
 # Compute precision -> the adapters' dtype. "auto" is bf16 where supported (accelerate);
 # fp8 mixed precision (TransformerEngine, torchao) keeps adapters and activations in bf16.
 ADAPTER_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "auto": "bfloat16", "fp8": "bfloat16"}
@@ -100,8 +102,8 @@ def from_intent(intent: Dict[str, Any], found: Sequence[str]) -> Tuple[List[Setu
     bases: List[Optional[str]] = []
     quantized: List[Dict[str, Any]] = []
     for value, part in _trained_bases(intent).items():
-        if value in TORCH_DTYPES:
-            bases.append(TORCH_DTYPES[value])
+        if value in BASE_DTYPES:
+            bases.append(BASE_DTYPES[value])
         else:
             quantized.append({"base": value, "part": part, "adapter": adapter,
                               "reason": NOT_PROBED.get(value, "%s base weights are not probed here" % value)})

@@ -22,12 +22,11 @@ from envdoctor.target.probekit.distributions import installed
 from envdoctor.target.probekit.imports import record_import
 from envdoctor.target.probekit.ops import seeded_generator, synchronize
 from envdoctor.target.probekit.steps import StepLost, step
-from envdoctor.target.probekit.text import dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
+from envdoctor.target.probekit.text import TORCH_DTYPE, dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
 
 from . import setups
 from .models import LIBRARIES, MODELS, TinyModel, first_output
 
-TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 _MAX_FRAMES = 6
 
 
@@ -152,7 +151,7 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, buil
     if spec.describe is not None:
         fact.update(spec.describe(model))
     phase("cast")
-    weights = getattr(torch, TORCH_DTYPES[setup.weights])
+    weights = getattr(torch, TORCH_DTYPE[setup.weights])
     model = model.to(device=setup.device, dtype=weights)
     kept = _keep_fp32(torch, model, setup.weights)
     if kept:
@@ -163,7 +162,7 @@ def _execute(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, buil
     autocast: Any = contextlib.nullcontext()
     if setup.autocast:
         device_type = setup.device.split(":")[0]
-        autocast = torch.autocast(device_type=device_type, dtype=getattr(torch, TORCH_DTYPES[setup.autocast]))
+        autocast = torch.autocast(device_type=device_type, dtype=getattr(torch, TORCH_DTYPE[setup.autocast]))
     phase("forward")
     with autocast, (contextlib.nullcontext() if setup.training else torch.no_grad()):
         out = first_output(model(**inputs))

@@ -13,6 +13,7 @@ from typing import Any, List, Optional
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.reading import Change, Format, Unwritable, default, mapping_root, setting, setting_path
 from envdoctor.target.intent import Setting
+from envdoctor.target.probekit.text import TORCH_DTYPE
 
 TOOL = "axolotl"
 # keys only axolotl configs carry next to `base_model` (autotrain has `task`/`params` instead)
@@ -112,7 +113,7 @@ def label(doc: Document) -> str:
 # -- writing (CONFIG-FORMATS.md "axolotl", Edits): precision is a set of booleans. fp32 is
 # `bf16: false` (written, since an absent bf16 is "auto", which trains in fp16 without a bf16
 # GPU) with fp16 and fp8 off; bf16 is `bf16: true` with fp16 off; fp16 the reverse.
-FULL_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}  # no-AMP whole-model dtypes
+FULL_DTYPES = {short: TORCH_DTYPE[short] for short in ("bf16", "fp16")}  # the keys bfloat16: / float16: load the whole model so (no AMP)
 
 
 def write(doc: Document, found: Setting, value: Any) -> List[Change]:

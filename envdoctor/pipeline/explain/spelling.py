@@ -14,15 +14,14 @@ from __future__ import annotations
 import re
 from typing import List
 
-from envdoctor.target.probekit.text import SCALAR_TYPE_DTYPE
+from envdoctor.target.probekit.text import DTYPE_SCALAR_TYPE, SCALAR_TYPE_DTYPE
 
 _SCALAR = "|".join(sorted(SCALAR_TYPE_DTYPE, key=len, reverse=True))
 _CPP = re.compile(r"(?:struct |class )?(?:c10|at)::(%s)\b" % _SCALAR)
 _TENSOR_TYPE = re.compile(r"\btorch\.(?:cuda\.)?(%s)Tensor\b" % _SCALAR)
-_TORCH_DTYPE = {  # torch.<name> as Python prints a dtype
-    "float16": "Half", "half": "Half", "float32": "Float", "float": "Float", "bfloat16": "BFloat16",
-    "float64": "Double", "double": "Double", **{v: k for k, v in SCALAR_TYPE_DTYPE.items() if v.startswith("float8")},
-}
+# torch.<name> as Python prints a float dtype, and the aliases torch.half, torch.float, torch.double
+_TORCH_DTYPE = dict({name: scalar for name, scalar in DTYPE_SCALAR_TYPE.items() if name.startswith(("float", "bfloat"))},
+                    half="Half", float="Float", double="Double")
 _PY_DTYPE = re.compile(r"\btorch\.(%s)\b" % "|".join(sorted(_TORCH_DTYPE, key=len, reverse=True)))
 # C++'s own `float` / `double` where a dtype stands: "(float)", "got: float != c10::Half", "!= float".
 _C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b")

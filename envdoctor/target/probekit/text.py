@@ -19,15 +19,17 @@ _HELP_SUFFIXES = (
     "\nException raised from",
 )
 
-# torch dtype name -> the short name users write in configs and flags.
+# dtype names, written once. torch dtype name -> the short name users write in configs and flags, and back.
 SHORT_DTYPE = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
-# torch's C++ scalar type names (c10::ScalarType), as its error messages print them -> torch dtype names.
+TORCH_DTYPE = {short: name for name, short in SHORT_DTYPE.items()}
+# torch's C++ scalar type names (c10::ScalarType), as its error messages print them -> torch dtype names, and back.
 SCALAR_TYPE_DTYPE = {
     "Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Double": "float64",
     "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2", "Float8_e4m3fnuz": "float8_e4m3fnuz",
     "Float8_e5m2fnuz": "float8_e5m2fnuz", "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8",
     "Byte": "uint8", "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
 }
+DTYPE_SCALAR_TYPE = {name: scalar for scalar, name in SCALAR_TYPE_DTYPE.items()}
 
 
 def error_text(exc: BaseException) -> str:
