@@ -1,7 +1,7 @@
 """Rendering for notebooks: a report, an explanation, a fix plan as one self-contained block of
 HTML (inline styles, no script: Colab, Kaggle, JupyterLab and VS Code all show it as is).
 
-The same words as the terminal (report.py's helpers): status marks per check, findings with
+The same words as the terminal (vocabulary.py): status marks per check, findings with
 their evidence folded, remedies with their commands in blocks that one click selects whole.
 Colours are mid-tones that read on light and dark themes; text inherits the notebook's.
 """
@@ -73,9 +73,9 @@ def _finding(finding: Finding) -> List[str]:
 
 def render_html(report: Report, verbose: bool = False) -> str:
     env = report.environment
-    out = [_STYLE, '<div class="envdoctor">', '<div class="ed-head">%s</div>' % escape(headline(env))]
+    out = [_STYLE, '<div class="envdoctor">', '<div class="ed-head">%s</div>' % escape(headline(report))]
     out += _notes(env)
-    config = intent_lines(env)
+    config = intent_lines(report)
     if config:
         out.append("<pre>%s</pre>" % escape("\n".join(config)))
     for result in report.checks:

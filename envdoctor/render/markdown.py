@@ -137,9 +137,9 @@ def system_markdown(environment: Dict[str, Any]) -> List[str]:
 def render_markdown(report: Report, verbose: bool = False) -> str:
     env = report.environment
     out: List[str] = ["## envdoctor report", ""]
-    out.append("`%s`" % headline(env))
+    out.append("`%s`" % headline(report))
     out.append("")
-    config = intent_lines(env)
+    config = intent_lines(report)
     if config:
         out += ["```text", *config, "```", ""]
     out.append("| | check | status | summary |")

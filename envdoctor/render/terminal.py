@@ -22,7 +22,7 @@ class TerminalRenderer:
             soft_wrap=True,
             no_color=color is False,
             force_terminal=color,  # None: as the stream is; False: plain text (a notebook's text fallback)
-            force_jupyter=False,  # inside a kernel the text goes where it is told; notebooks get report_html
+            force_jupyter=False,  # inside a kernel the text goes where it is told; notebooks get render.html
         )
         self.verbose = verbose
         self.encoding = getattr(self.console.file, "encoding", None) or "utf-8"
@@ -40,8 +40,8 @@ class TerminalRenderer:
     def render(self, report: Report) -> None:
         from rich.text import Text
 
-        self._out(headline(report.environment), style="bold")
-        for config_line in intent_lines(report.environment):
+        self._out(headline(report), style="bold")
+        for config_line in intent_lines(report):
             self._out(config_line, style=None if config_line.startswith(" ") else "bold")
         self._out()
         for result in report.checks:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.target.intent import Intent
 from envdoctor.target.model import Report, Severity, Status
+from envdoctor.target.platform.where import TERMINAL
 
 GLYPH = {
     Status.OK: ("✓", "green"),
@@ -39,21 +39,22 @@ def count(n: int, word: str) -> str:
     return "%d %s%s" % (n, word, "" if n == 1 else "s")
 
 
-def headline(env: Dict[str, Any]) -> str:
-    torch = "torch %s" % env["torch"] if env.get("torch") else "no importable torch"
-    where = section(env.get("where"))
-    place = " · %s" % where["label"] if where.get("label") and where.get("platform") != "terminal" else ""
+def headline(report: Report) -> str:
+    """'envdoctor 0.1.0 · /venv/bin/python (Python 3.11.7) · torch 2.13.0+cpu · Linux x86_64 · Colab (CPU runtime)'."""
+    target = report.target
+    torch = "torch %s" % target.torch if target.torch else "no importable torch"
+    place = " · %s" % target.where.label() if target.where.platform != TERMINAL else ""
     return "envdoctor %s · %s (Python %s) · %s · %s %s%s" % (
-        env.get("envdoctor"), env.get("executable") or env.get("target_python"), env.get("python"), torch,
-        (env.get("platform") or "").split("-")[0], env.get("machine") or "", place,
+        report.environment.get("envdoctor"), target.python, target.python_version, torch,
+        (target.platform or "").split("-")[0], target.machine or "", place,
     )
 
 
-def intent_lines(env: Dict[str, Any]) -> List[str]:
+def intent_lines(report: Report) -> List[str]:
     """What the training configs ask for, each value with where it is written:
     "Training config: train.yaml (autotrain-advanced DreamBooth)", then "precision fp16  train.yaml:12 `mixed_precision: fp16`"."""
-    intent = Intent.from_dict(env.get("intent"))
-    lines = ["note: %s" % n for n in env.get("config_notes") or ()]
+    intent = report.target.intent
+    lines = ["note: %s" % n for n in report.environment.get("config_notes") or ()]
     if intent is None:
         return lines
     lines.append("Training config: " + ", ".join("%s (%s)" % (s.file, s.label or s.tool) for s in intent.sources))

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import envdoctor.checks as builtin_checks
-
 from envdoctor.target.model import Check
 from envdoctor.target.worker import load_module_file
 

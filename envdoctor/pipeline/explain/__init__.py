@@ -2,7 +2,7 @@
 
 reader (stream, clean, keep windows) → tracebacks (the raised errors) → match (every
 check's signatures, weighed with frames and context) → confirm (the matching probes
-run on this stack through the engine) → report.explanation_lines / to_dict.
+run on this stack through the engine) → Explanation.to_dict, which render.lines shows.
 """
 
 from __future__ import annotations
