@@ -36,26 +36,43 @@ def lowest_requirements() -> list[str]:
     return pins
 
 
+# pytest-xdist: one test process per core; loadgroup keeps the tests that change one shared venv
+# (xdist_group) in one process. pytest 9 keeps a node's id where pytest-xdist 3.8 cannot tag it with
+# its group (the groups would be ignored; tests/conftest.py stops such a run), hence pytest<9.
+# The ten slowest tests are printed at the end of every run.
+PYTEST = ("pytest>=8,<9", "pytest-xdist>=3.6")
+PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=10")
+
+
+def _write_bytecode(session: nox.Session) -> None:
+    """Packages install without compiling every module (all of torch costs half a minute of CPU);
+    the processes of the session write the bytecode of what they import, once."""
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""  # empty: Python writes bytecode
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """pytest on the real CPU torch (pinned), with envdoctor installed editable."""
-    session.install(TORCH, "numpy")
-    # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel
-    session.install("-e", ".", "pytest", "setuptools>=77", "nbclient", "nbformat", "ipykernel", TORCH)
-    session.run("pytest", *session.posargs)
+    _write_bytecode(session)
+    session.install("--no-compile", TORCH, "numpy")
+    # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel;
+    # setuptools: the wheel test builds envdoctor's wheel without build isolation
+    session.install("--no-compile", "-e", ".", *PYTEST, "setuptools>=77", "nbclient", "nbformat", "ipykernel", TORCH)
+    session.run("pytest", *PARALLEL, *session.posargs)
 
 
 @nox.session
 def minimums(session: nox.Session) -> None:
     """The lowest version of every dependency pyproject.toml admits, and the CLI end to end on them."""
     pins = lowest_requirements() + list(INDIRECT_MINIMUMS)
-    session.install(TORCH, "numpy", "pytest", *pins)
+    _write_bytecode(session)
+    session.install("--no-compile", TORCH, "numpy", *PYTEST, *pins)
     session.install("--no-deps", "-e", ".")
     check = "import importlib.metadata as m; wanted = %r; got = {n: m.version(n) for n in wanted}; " \
             "assert got == wanted, got; print('minimums:', got)" % {p.split("==")[0]: p.split("==")[1] for p in pins}
     session.run("python", "-c", check)
     # the slow ones build venvs with other libraries: the lowest bounds do not change them
-    session.run("pytest", "-m", "not slow", *CLI_TESTS, *session.posargs)
+    session.run("pytest", *PARALLEL, "-m", "not slow", *CLI_TESTS, *session.posargs)
 
 
 @nox.session

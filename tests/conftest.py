@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -9,14 +11,20 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from types import SimpleNamespace
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pytest
 
 from envdoctor.target.model import Check, Finding, Target
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Every process the tests start writes the bytecode of what it imports, so that the throwaway venvs
+# (installed without it) and envdoctor's own modules are compiled once per run, not at every import.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PLUGINS = Path(__file__).resolve().parent / "plugins"
 
@@ -170,7 +178,9 @@ def make_venv(path: Path, system_site_packages: bool = False) -> Path:
 
 
 def pip_install(python: Path, *requirements: str) -> None:
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
+    # --no-compile: compiling all of torch at install costs half a minute of CPU per venv; the modules a
+    # test imports are compiled once, on their first import (bytecode writing is on for the tests, below)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile", *requirements],
                    check=True, capture_output=True, text=True)
 
 
@@ -184,34 +194,187 @@ OLD_TORCH = "torch==2.0.1"
 OLD_LIBRARIES = ("transformers==4.46.3", "diffusers==0.31.0", "peft==0.13.2", "accelerate==1.0.1", "huggingface_hub==0.26.5", "numpy==1.26.4")
 
 
-def _built_venv(factory: Any, name: str, override: str, *requirements: str) -> Path:
-    """A venv with `requirements`, built once per run; $`override` names a ready interpreter
-    to reuse (a developer's prepared venv) instead."""
-    given = os.environ.get(override)
+def run_folder(factory: Any) -> Path:
+    """A folder every test process of this run shares: pytest-xdist's workers each get their own
+    basetemp inside the run's one."""
+    base = Path(factory.getbasetemp())
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes
+        yield
+
+
+def shared_venv(factory: Any, name: str, *installs: Sequence[str], override: str = "") -> Path:
+    """A venv built once per test run, by the first test process that asks; the others wait for
+    it and share it. Each of `installs` is one pip command's requirements, in order. For tests
+    that only read it: a test that changes a venv gets its own, or undoes in an xdist_group.
+    $`override` names a ready interpreter to reuse instead (a developer's prepared venv)."""
+    given = os.environ.get(override) if override else None
     if given:
         return Path(given)
-    python = make_venv(factory.mktemp(name) / "venv")
-    pip_install(python, *requirements)
+    root = run_folder(factory) / "venvs"
+    root.mkdir(exist_ok=True)
+    folder = root / name
+    python = folder / "bin" / "python"
+    with _locked(root / (name + ".lock")):
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that an interrupted run left half done
+            make_venv(folder)
+            for requirements in installs:
+                pip_install(python, *requirements)
+            (folder / ".built").touch()
     return python
+
+
+@pytest.fixture(scope="session")
+def torch_python(tmp_path_factory: Any) -> Path:
+    """A venv with the CPU torch 2.13 and nothing else (no envdoctor, no numpy), as `pip install torch` leaves it."""
+    return shared_venv(tmp_path_factory, "torch", [TORCH])
 
 
 @pytest.fixture(scope="session")
 def libs_python(tmp_path_factory: Any) -> Path:
     """torch 2.13 CPU with transformers, diffusers, peft and accelerate really installed."""
-    return _built_venv(tmp_path_factory, "libs", "ENVDOCTOR_TEST_LIBS_PYTHON", TORCH, *LIBRARIES)
+    return shared_venv(tmp_path_factory, "libs", [TORCH, *LIBRARIES], override="ENVDOCTOR_TEST_LIBS_PYTHON")
 
 
 @pytest.fixture(scope="session")
 def old_torch_python(tmp_path_factory: Any) -> Path:
     """torch 2.0.1 (CPU kernels without fp16 layer_norm, addmm, conv) with libraries of its time."""
-    return _built_venv(tmp_path_factory, "old-torch", "ENVDOCTOR_TEST_OLD_TORCH_PYTHON", OLD_TORCH, *OLD_LIBRARIES)
+    return shared_venv(tmp_path_factory, "old-torch", [OLD_TORCH, *OLD_LIBRARIES], override="ENVDOCTOR_TEST_OLD_TORCH_PYTHON")
+
+
+# The tests that change the impostor venv (and undo) run in one test process, one after another.
+IMPOSTOR_APEX = pytest.mark.xdist_group("impostor-apex-venv")
 
 
 @pytest.fixture(scope="session")
 def impostor_apex_python(tmp_path_factory: Any) -> Path:
     """torch 2.13 CPU and the PyPI `apex` (the Pyramid web toolkit 0.9.10.dev0), no numpy:
-    what `fix` must uninstall, verify and bring back offline. Tests that change it undo."""
-    python = make_venv(tmp_path_factory.mktemp("impostor-apex") / "venv")
-    pip_install(python, TORCH)
-    pip_install(python, "--no-deps", "apex")
-    return python
+    what `fix` must uninstall, verify and bring back offline. Tests that change it undo, and
+    are marked IMPOSTOR_APEX."""
+    return shared_venv(tmp_path_factory, "impostor-apex", [TORCH], ["--no-deps", "apex"])
+
+
+# ---- GPUs that are not here: a fake torch.cuda over the real CPU torch
+
+GiB = 2**30
+
+
+@dataclass
+class FakeGpu:
+    """One GPU as a fake torch.cuda answers for it; an `*_error` is raised by that call."""
+
+    name: str = "Fake A100"
+    capability: Tuple[int, int] = (8, 0)
+    uuid: str = "5b0a3cde-1111-2222-3333-444455556666"  # torch's spelling: no "GPU-"
+    free: int = 70 * GiB
+    total: int = 80 * GiB
+    reserved: int = 0
+    bf16_native: bool = True  # what is_bf16_supported(including_emulation=False) says with this GPU current
+    capability_error: Optional[Exception] = None  # get_device_capability
+    mem_error: Optional[Exception] = None  # mem_get_info
+    blas_error: Optional[Exception] = None  # current_blas_handle, with this GPU current
+    alloc_error: Optional[Exception] = None  # torch.empty(..., device="cuda:N")
+
+
+class FakeCuda:
+    """torch.cuda for the FakeGpus; every memory call is recorded in `calls`, every bf16 question in `asked_for`."""
+
+    def __init__(self, gpus: List[FakeGpu], bf16_keyword: bool = True) -> None:
+        self.gpus = gpus
+        self.bf16_keyword = bf16_keyword  # torch >= 2.4's is_bf16_supported(including_emulation=...)
+        self.current = 0
+        self.calls: List[str] = []
+        self.asked_for: List[Tuple[int, Dict[str, Any]]] = []
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return len(self.gpus)
+
+    def get_device_name(self, i: int) -> str:
+        return self.gpus[i].name
+
+    def get_device_capability(self, i: int) -> Tuple[int, int]:
+        if self.gpus[i].capability_error is not None:
+            raise self.gpus[i].capability_error
+        return self.gpus[i].capability
+
+    def get_device_properties(self, i: int) -> Any:
+        return SimpleNamespace(uuid=self.gpus[i].uuid, name=self.gpus[i].name)
+
+    def memory_reserved(self, i: int) -> int:
+        return self.gpus[i].reserved
+
+    def memory_allocated(self, i: int) -> int:
+        return 0
+
+    def empty_cache(self) -> None:
+        self.calls.append("empty_cache")
+
+    def mem_get_info(self, i: int) -> Tuple[int, int]:
+        self.calls.append("mem_get_info(%d)" % i)
+        if self.gpus[i].mem_error is not None:
+            raise self.gpus[i].mem_error
+        return (self.gpus[i].free, self.gpus[i].total)
+
+    def current_blas_handle(self) -> int:
+        if self.gpus[self.current].blas_error is not None:
+            raise self.gpus[self.current].blas_error
+        return 1234
+
+    def is_bf16_supported(self, **kwargs: Any) -> bool:
+        if kwargs and not self.bf16_keyword:
+            raise TypeError("is_bf16_supported() got an unexpected keyword argument 'including_emulation'")
+        self.asked_for.append((self.current, kwargs))
+        return self.gpus[self.current].bf16_native or bool(kwargs.get("including_emulation", True))
+
+    @contextlib.contextmanager
+    def device(self, i: int) -> Iterator[None]:
+        previous, self.current = self.current, i
+        try:
+            yield
+        finally:
+            self.current = previous
+
+    def synchronize(self, device: Any = None) -> None:
+        self.calls.append("synchronize(%s)" % device)
+
+
+class FakeCudaTorch:
+    """The real CPU torch with a FakeCuda in place of torch.cuda: the probes take their GPU path,
+    and their real tensor ops on "cuda:N" fail as a CPU build makes them fail."""
+
+    def __init__(self, torch: Any, gpus: List[FakeGpu], cuda_version: str = "12.4", bf16_keyword: bool = True) -> None:
+        self._torch = torch
+        self.cuda = FakeCuda(gpus, bf16_keyword)
+        self.version = SimpleNamespace(cuda=cuda_version, hip=None)
+        self.allocated: List[str] = []
+
+    def empty(self, n: int, dtype: Any = None, device: Any = None) -> Any:
+        self.allocated.append(str(device))
+        index = int(str(device).split(":")[1]) if str(device).startswith("cuda:") else None
+        if index is not None and self.cuda.gpus[index].alloc_error is not None:
+            raise self.cuda.gpus[index].alloc_error
+        return self._torch.empty(n, dtype=dtype)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._torch, name)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Tests that change one shared venv (an xdist_group) must run in one process, one after
+    another: under pytest-xdist that takes `--dist loadgroup` and a pytest whose nodes xdist can
+    tag with the group. Without it they would race on the venv, so the run stops here instead."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    grouped = [item for item in session.items if item.get_closest_marker("xdist_group")]
+    if grouped and not all("@" in item.nodeid for item in grouped):
+        raise pytest.UsageError("xdist_group tests are not grouped: run with `--dist loadgroup` "
+                                "(and a pytest that pytest-xdist can tag: pytest<9 with pytest-xdist 3.8)")

@@ -15,10 +15,10 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ROOT, TORCH, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json, shared_venv
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Finding, Remedy, Severity
@@ -378,14 +378,11 @@ def test_live_check_without_apex() -> None:
     assert check["duration_s"] < 2.0
 
 
-@pytest.fixture(scope="module")
-def impostor_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+@pytest.fixture(scope="session")
+def impostor_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """torch 2.13.0 (CPU), the real PyPI `apex` (--no-deps: its cryptacular does not build here)
-    and transformers 4.57.6 (--no-deps: the probe only reads its source)."""
-    py = make_venv(tmp_path_factory.mktemp("apex-impostor") / "v")
-    pip_install(py, "torch==2.13.0")
-    pip_install(py, "--no-deps", "apex", "transformers==4.57.6")
-    yield py
+    and transformers 4.57.6 (--no-deps: the probe only reads its source). Read only."""
+    return shared_venv(tmp_path_factory, "impostor-apex-transformers", [TORCH], ["--no-deps", "apex", "transformers==4.57.6"])
 
 
 @pytest.mark.slow

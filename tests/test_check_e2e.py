@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import check_of, make_venv, pip_install, run_envdoctor, run_json
+from conftest import check_of, run_envdoctor, run_json
 
 from envdoctor.target.model import SCHEMA
 
@@ -122,16 +122,15 @@ def test_torch_import_that_segfaults_is_contained(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_other_interpreter_without_envdoctor(tmp_path: Path) -> None:
+def test_other_interpreter_without_envdoctor(torch_python: Path) -> None:
     """The worker runs in a venv that has torch but neither envdoctor nor its
     dependencies nor numpy: only envdoctor's own files reach that interpreter."""
-    python = make_venv(tmp_path / "venv")
-    pip_install(python, "torch==2.13.0")
-    probe = subprocess.run([str(python), "-c", "import typer"], capture_output=True)
+    venv = torch_python.parent.parent
+    probe = subprocess.run([str(torch_python), "-c", "import typer"], capture_output=True)
     assert probe.returncode != 0  # typer really is absent there
-    proc = run_envdoctor("check", "--json", "--python", str(tmp_path / "venv"))
+    proc = run_envdoctor("check", "--json", "--python", str(venv))
     report = json.loads(proc.stdout)
-    assert report["environment"]["prefix"] == str(tmp_path / "venv")
+    assert report["environment"]["prefix"] == str(venv)
     install = check_of(report, "torch-install")
     assert install["facts"]["packages"]["numpy"] is None  # this env's packages, not ours
     assert [f["code"] for f in install["findings"]] == ["numpy-missing"]

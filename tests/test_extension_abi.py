@@ -381,9 +381,13 @@ def test_end_to_end_on_this_machine() -> None:
     assert check["facts"]["torch"]["version"].startswith("2.")
 
 
+# The slow tests share one venv, each installing the companions it needs: one test process runs them in turn.
+ABI_VENV = pytest.mark.xdist_group("extension-abi-venv")
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One venv with the CPU torch 2.13.0, shared by the slow tests; each installs the companions it needs."""
+    """One venv with the CPU torch 2.13.0, shared by the slow tests (ABI_VENV); each installs the companions it needs."""
     python = make_venv(tmp_path_factory.mktemp("abi") / "v")
     pip_install(python, "torch==2.13.0")
     return python
@@ -409,6 +413,7 @@ def check_venv(python: Path) -> Dict[str, Any]:
     return report
 
 
+@ABI_VENV
 @pytest.mark.slow
 def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
     swap(venv, "torchvision==0.28.0")
@@ -430,6 +435,7 @@ def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
     assert (recorded["code"], recorded["title"]) == (finding["code"], finding["title"])
 
 
+@ABI_VENV
 @pytest.mark.slow
 def test_real_torchvision_0_27_0_is_paired_with_torch_2_12(venv: Path) -> None:
     swap(venv, "torchvision==0.27.0")
@@ -445,6 +451,7 @@ def test_real_torchvision_0_27_0_is_paired_with_torch_2_12(venv: Path) -> None:
     assert findings["import-fails"]["evidence"][0] == "import torchvision: RuntimeError: " + NMS
 
 
+@ABI_VENV
 @pytest.mark.slow
 def test_real_xformers_built_for_torch_2_9_1(venv: Path) -> None:
     swap(venv, "xformers==0.0.33.post2")
@@ -463,6 +470,7 @@ def test_real_xformers_built_for_torch_2_9_1(venv: Path) -> None:
     assert 0 <= xformers["import_s"] < 60
 
 
+@ABI_VENV
 @pytest.mark.slow
 def test_real_pypi_apex_impostor_is_left_to_the_apex_check(venv: Path) -> None:
     swap(venv, "apex")  # --no-deps: the web toolkit 0.9.10.dev0 (docs/facts.md §7 "apex")

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from conftest import run_envdoctor
+from conftest import IMPOSTOR_APEX, run_envdoctor
 
 SEED_004 = (  # seed 004: autotrain-advanced SDXL DreamBooth, fp16, on a CPU runtime (torch 2.0.1 there)
     "task: dreambooth\r\n"
@@ -243,6 +243,7 @@ def freeze(python: Path) -> str:
     return subprocess.run([str(python), "-m", "pip", "freeze", "--all"], capture_output=True, text=True, check=True).stdout
 
 
+@IMPOSTOR_APEX
 @pytest.mark.slow
 def test_impostor_apex_is_uninstalled_verified_and_brought_back_offline(impostor_apex_python: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
@@ -264,6 +265,7 @@ def test_impostor_apex_is_uninstalled_verified_and_brought_back_offline(impostor
     assert freeze(impostor_apex_python) == before
 
 
+@IMPOSTOR_APEX
 @pytest.mark.slow
 def test_a_pip_step_failing_midway_rolls_back_every_earlier_step(impostor_apex_python: Path, tmp_path: Path) -> None:
     """Three steps, least invasive first: the config's device (cuda on a machine without a GPU)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
-from conftest import pip_install
+from conftest import IMPOSTOR_APEX, pip_install
 
 from envdoctor.pipeline.fix import stash
 from envdoctor.pipeline.fix.action import FixError, NotApplicable
@@ -25,7 +25,7 @@ from envdoctor.target.model import Target
 from envdoctor.target.remedies.actions import pip_action
 from envdoctor.target.remedies.commandline import pip_commands
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, IMPOSTOR_APEX]  # they change the impostor venv, and undo
 
 # A project whose metadata pip can prepare offline (so the --dry-run passes) but whose build
 # fails: an install that stops after the action's uninstall already ran.

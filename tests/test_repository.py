@@ -26,8 +26,6 @@ CORPUS = ROOT / "tests" / "data" / "tracebacks"
 REFERENCE = re.compile(r'§(\d+[a-z]?)(?:\s*[–-]\s*§?(\d+[a-z]?))?(?:[:,]?\s*"([^"\n]+)")?')
 HEADING = re.compile(r"^(#{2,3})\s+(\d+[a-z]?)\.\s", re.MULTILINE)
 
-# checks/ and envdoctor/ (but cuda_tables.py) still cite GPU-FACTS.md until the refactor renames it.
-
 
 def tracked_files(area: str) -> List[Path]:
     """The files of `area` that git tracks, or every file under it outside a checkout (an sdist)."""

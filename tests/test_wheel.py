@@ -4,6 +4,7 @@ no torch requirement, and the installed console script works."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,8 +19,12 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # built from a copy of the sources: setuptools leaves build/ and an .egg-info where it builds
+    source = tmp_path_factory.mktemp("source") / "envdoctor"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", ".nox", "build", "*.egg-info", "__pycache__",
+                                                                  ".mypy_cache", ".ruff_cache", ".pytest_cache", "tests"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         check=True, capture_output=True, text=True,
     )
     (built,) = out.glob("envdoctor-*.whl")
