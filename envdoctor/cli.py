@@ -170,6 +170,8 @@ def explain(
     from envdoctor.pipeline.explain.reader import NotText
     from envdoctor.render.lines import explanation_lines
 
+    with _bad_input():  # the options before the input: a bad one is said at once
+        flows.validate_request(flows.CheckRequest(timeout_s=timeout))
     try:
         excerpt = _read_log(log)
     except NotText as exc:
@@ -205,6 +207,8 @@ def run(
 
     if not command:
         raise CliError("no command given: envdoctor run -- python train.py ...")
+    with _bad_input():  # before the command runs, not after it failed
+        flows.validate_request(flows.CheckRequest(timeout_s=timeout))
     try:
         with _bad_input():
             done = flows.run(command, probe=not no_probe, python=python, timeout_s=timeout, plan=fix_plan)

@@ -19,6 +19,10 @@ from conftest import run_envdoctor
         (["check", "--timeout", "-1"], "--timeout must be a positive number of seconds"),
         (["check", "--timeout", "0"], "--timeout must be a positive number of seconds"),
         (["check", "--timeout", "soon"], "Invalid value for '--timeout'"),
+        (["check", "--timeout", "inf"], "--timeout must be a positive number of seconds, at most 86400 (a day), not inf"),
+        (["check", "--timeout", "nan"], "--timeout must be a positive number of seconds, at most 86400 (a day), not nan"),
+        (["explain", "--timeout", "1e300", "/nonexistent/train.log"], "--timeout must be a positive number of seconds, at most 86400 (a day), not 1e+300"),
+        (["run", "--timeout", "-5", "--", "true"], "--timeout must be a positive number of seconds"),
         (["check", "--device", "tpu"], "unknown device 'tpu'"),
         (["check", "--json", "--markdown"], "--json and --markdown cannot be combined"),
         (["check", "--no-such-option"], "No such option"),  # click 8.4 words it "No such option '--x'."

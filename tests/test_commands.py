@@ -20,6 +20,15 @@ def test_installing_a_companion_pins_the_installed_torch() -> None:
                                "--index-url https://download.pytorch.org/whl/cpu",)
 
 
+def test_the_pin_names_torch_as_pip_knows_it() -> None:
+    """PyPI's CUDA torch 2.0.1 says `2.0.1+cu117` in torch.__version__ but is installed as 2.0.1:
+    `torch==2.0.1+cu117` on a pip line is ResolutionImpossible, so the pin is the distribution's version."""
+    pypi = Target(python="/v/bin/python", torch="2.0.1+cu117", torch_distribution="2.0.1")
+    assert pip_action(pypi, install=["numpy<2"])["constraints"] == ["torch==2.0.1"]
+    cpu_wheel = Target(python="/v/bin/python", torch="2.13.0+cpu", torch_distribution="2.13.0+cpu")
+    assert pip_action(cpu_wheel, install=["numpy<2"])["constraints"] == ["torch==2.13.0+cpu"]
+
+
 def test_torch_itself_no_deps_or_no_torch_means_no_pin() -> None:
     assert "constraints" not in pip_action(ENV, upgrade=["torch"])
     assert "constraints" not in pip_action(ENV, install=["Torch>=2.4"])  # the name is normalised

@@ -319,3 +319,25 @@ def test_onetrainer_half_weights_on_the_cpu_go_to_fp32_with_the_precision(old_to
     assert len(changed_lines(ONETRAINER_FP16, train.read_text(encoding="utf-8"))) == 3
     envdoctor("undo", state=state, code=0)
     assert train.read_text(encoding="utf-8") == ONETRAINER_FP16
+
+
+@pytest.mark.slow
+def test_pins_name_torch_as_pip_knows_it_on_pypis_cuda_torch(old_torch_python: Path) -> None:
+    """PyPI's torch 2.0.1 reports `2.0.1+cu117` but is installed as 2.0.1: every pip step that keeps torch
+    where it is pins `torch==2.0.1`, which pip resolves against the installed torch without a download."""
+    from envdoctor.target.model import Target
+    from envdoctor.target.remedies.actions import pip_action
+    from envdoctor.target.remedies.commandline import pip_runs
+
+    proc = run_envdoctor("check", "--json", "--no-config", "--only", "torch-install", "--python", str(old_torch_python))
+    environment = json.loads(proc.stdout)["environment"]
+    assert (environment["torch"], environment["torch_distribution"]) == ("2.0.1+cu117", "2.0.1")
+    action = pip_action(Target.from_report(environment), install=["numpy<2"])
+    assert action["constraints"] == ["torch==2.0.1"]
+    (install,) = pip_runs(action)
+    dry = subprocess.run([*install.argv(str(old_torch_python)), "--dry-run", "--no-index", "--quiet"],
+                         capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr  # all satisfied as installed: nothing to fetch, nothing to change
+    stale = subprocess.run([str(old_torch_python), "-m", "pip", "install", "--dry-run", "--no-index", "--quiet", "numpy<2",
+                            "torch==2.0.1+cu117"], capture_output=True, text=True, timeout=300)
+    assert stale.returncode != 0  # what the plan used to pin: pip cannot find that torch

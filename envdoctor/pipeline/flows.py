@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator,
 
 from envdoctor.pipeline.check.request import CheckRequest, UsageError, validate_request
 
-__all__ = ["CheckRequest", "UsageError"]  # what a front door needs to call the flows and catch bad input
+__all__ = ["CheckRequest", "UsageError", "validate_request"]  # what a front door needs to build, check and catch its input
 
 if TYPE_CHECKING:  # the machinery loads when a flow runs: `--help` loads none, `explain --no-probe` no engine
     from envdoctor.pipeline.check.registry import BrokenPlugin, LoadedCheck

@@ -158,6 +158,9 @@ class Target:
     machine: Optional[str] = None  # "x86_64"
     prefix: Optional[str] = None  # sys.prefix of the target
     torch: Optional[str] = None  # torch.__version__, None when it does not import
+    # torch's installed distribution version, what pip knows: "2.0.1" where torch.__version__ says
+    # "2.0.1+cu117" (PyPI's CUDA wheels); a pin must name this one or pip cannot resolve it
+    torch_distribution: Optional[str] = None
     torch_import: Dict[str, Any] = field(default_factory=dict)  # {"ok", "error_type", "error"}
     cuda_build: Optional[str] = None  # the CUDA torch was built for ("12.8"), None for a CPU build
     devices: Tuple[str, ...] = ()  # what torch can use: "cpu", "cuda:0", "mps"
@@ -188,7 +191,8 @@ class Target:
         return {
             "executable": self.python, "target_python": self.interpreter, "python": self.python_version,
             "implementation": self.implementation, "platform": self.platform, "sys_platform": self.sys_platform,
-            "machine": self.machine, "prefix": self.prefix, "torch": self.torch, "torch_import": dict(self.torch_import),
+            "machine": self.machine, "prefix": self.prefix, "torch": self.torch, "torch_distribution": self.torch_distribution,
+            "torch_import": dict(self.torch_import),
             "cuda_build": self.cuda_build, "devices": list(self.devices), "gpus": [g.to_dict() for g in self.gpus],
             "intent": self.intent.to_dict() if self.intent else None, "rank": self.rank, "where": self.where.to_dict(),
         }
@@ -209,6 +213,7 @@ class Target:
             machine=environment.get("machine"),
             prefix=environment.get("prefix"),
             torch=environment.get("torch"),
+            torch_distribution=environment.get("torch_distribution"),
             torch_import=torch_import,
             cuda_build=environment.get("cuda_build"),
             devices=tuple(d for d in environment.get("devices") or () if isinstance(d, str)),

@@ -149,6 +149,8 @@ def import_torch() -> Tuple[Any, Dict[str, Any]]:
             info["ok"] = True
             info["version"] = getattr(torch, "__version__", None)
             info["file"] = getattr(torch, "__file__", None)
+            # what pip knows it as: PyPI's CUDA torch 2.0.1 says "2.0.1+cu117" but is installed as 2.0.1
+            info["distribution"] = installed_version("torch")
     info["import_s"] = round(time.perf_counter() - start, 3)
     info["warnings"] = warning_texts(caught, _MAX_WARNINGS)
     return torch, info

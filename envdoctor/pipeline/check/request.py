@@ -32,9 +32,13 @@ class CheckRequest:
     environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
 
 
+# The longest --timeout: a day. Waits take it in seconds, and the clocks they use overflow on `inf` or 1e300.
+MAX_TIMEOUT_S = 86400.0
+
+
 def validate_request(request: CheckRequest) -> None:
-    if request.timeout_s is not None and not request.timeout_s > 0:
-        raise UsageError("--timeout must be a positive number of seconds, not %g" % request.timeout_s)
+    if request.timeout_s is not None and not 0 < request.timeout_s <= MAX_TIMEOUT_S:
+        raise UsageError("--timeout must be a positive number of seconds, at most %d (a day), not %g" % (MAX_TIMEOUT_S, request.timeout_s))
     for spec in request.devices or ():
         if not _DEVICE_RE.match(spec):
             raise UsageError("unknown device %r (use cpu, cuda, cuda:N, mps or xpu)" % spec)

@@ -108,6 +108,7 @@ def build_target(interpreter: str, run: RunResult, intent: Optional[Intent], fac
         machine=hello.get("machine"),
         prefix=hello.get("prefix"),
         torch=imported.get("version") if imported.get("ok") else None,
+        torch_distribution=imported.get("distribution") if imported.get("ok") else None,
         torch_import={k: imported.get(k) for k in ("ok", "error_type", "error") if k in imported},
         cuda_build=(torch_facts.get("build") or {}).get("cuda"),
         devices=tuple(str(d.get("id")) for d in torch_facts.get("devices") or () if isinstance(d, dict)),

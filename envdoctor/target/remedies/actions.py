@@ -12,8 +12,10 @@ from envdoctor.target.versions import requirement_name
 
 
 def torch_pin(env: Target) -> Optional[str]:
-    """'torch==2.13.0+cpu': the installed torch, as a constraint that keeps pip off it."""
-    return "torch==%s" % env.torch if env.torch else None
+    """'torch==2.13.0+cpu': the installed torch, as a constraint that keeps pip off it, in the
+    version pip knows it by (its distribution's), not torch.__version__ where they differ."""
+    version = env.torch_distribution or env.torch
+    return "torch==%s" % version if version else None
 
 
 def pip_action(
