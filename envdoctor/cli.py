@@ -123,6 +123,7 @@ def fix(
     (everything it did rolled back); 2: bad input.
     """
     from envdoctor.pipeline import flows
+    from envdoctor.pipeline.fix.action import FixError
     from envdoctor.pipeline.fix.journal import JournalError
     from envdoctor.render.lines import outcome_lines, plan_lines
 
@@ -145,6 +146,9 @@ def fix(
                              say=None if as_json else _say)
     except JournalError as exc:
         raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
+    except FixError as exc:  # another run holds the target: nothing was changed
+        print("envdoctor: error: %s" % exc, file=sys.stderr)
+        return 1
     if as_json:
         print(json.dumps(done.to_dict(), indent=2, ensure_ascii=not _stdout_is_utf8()))
     elif done.plan.empty or not done.plan.applicable:

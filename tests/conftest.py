@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -230,6 +231,13 @@ def shared_venv(factory: Any, name: str, *installs: Sequence[str], override: str
     return python
 
 
+# The venvs with downloads in them (the libraries; torch 2.0.1 with its CUDA libraries), by name.
+DOWNLOADING_VENVS = {
+    "libs": ([TORCH, *LIBRARIES],),
+    "old-torch": ([OLD_TORCH, *OLD_LIBRARIES],),
+}
+
+
 @pytest.fixture(scope="session")
 def torch_python(tmp_path_factory: Any) -> Path:
     """A venv with the CPU torch 2.13 and nothing else (no envdoctor, no numpy), as `pip install torch` leaves it."""
@@ -239,13 +247,35 @@ def torch_python(tmp_path_factory: Any) -> Path:
 @pytest.fixture(scope="session")
 def libs_python(tmp_path_factory: Any) -> Path:
     """torch 2.13 CPU with transformers, diffusers, peft and accelerate really installed."""
-    return shared_venv(tmp_path_factory, "libs", [TORCH, *LIBRARIES], override="ENVDOCTOR_TEST_LIBS_PYTHON")
+    return shared_venv(tmp_path_factory, "libs", *DOWNLOADING_VENVS["libs"], override="ENVDOCTOR_TEST_LIBS_PYTHON")
 
 
 @pytest.fixture(scope="session")
 def old_torch_python(tmp_path_factory: Any) -> Path:
     """torch 2.0.1 (CPU kernels without fp16 layer_norm, addmm, conv) with libraries of its time."""
-    return shared_venv(tmp_path_factory, "old-torch", [OLD_TORCH, *OLD_LIBRARIES], override="ENVDOCTOR_TEST_OLD_TORCH_PYTHON")
+    return shared_venv(tmp_path_factory, "old-torch", *DOWNLOADING_VENVS["old-torch"], override="ENVDOCTOR_TEST_OLD_TORCH_PYTHON")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under pytest-xdist the controlling process only hands out tests: it builds the venvs whose
+    downloads take minutes meanwhile, so that the test processes spend that time on other tests
+    instead of waiting. Only for a run of the whole suite, which needs them: a build that no test
+    waits for would outlive the run."""
+    config = session.config
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    if config.args_source is not pytest.Config.ArgsSource.TESTPATHS or config.option.keyword or config.option.markexpr:
+        return
+    factory = config._tmp_path_factory  # type: ignore[attr-defined]  # the run's, as tmp_path_factory is
+    for name, installs in DOWNLOADING_VENVS.items():
+        threading.Thread(target=_prebuild, args=(factory, name, installs), daemon=True).start()
+
+
+def _prebuild(factory: Any, name: str, installs: Sequence[Sequence[str]]) -> None:
+    try:
+        shared_venv(factory, name, *installs)
+    except (OSError, subprocess.CalledProcessError):  # the test that needs it builds it again and fails with the error
+        pass
 
 
 # The tests that change the impostor venv (and undo) run in one test process, one after another.

@@ -196,7 +196,7 @@ def test_seed_003_onetrainer_dora_off_and_the_trained_parts_base_in_bf16(tmp_pat
 
 
 def test_the_dora_fp8_rule_names_the_trained_part(tmp_path: Path) -> None:
-    from checks.dora_fp8 import rules
+    from envdoctor.checks.dora_fp8 import rules
 
     intent = read_configs([write(tmp_path, "sdxl-dora.json", SEED_003)])
     remedy = rules._base_bf16(rules.asked(intent).float8(), "DoRA")  # type: ignore[union-attr]

@@ -6,8 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import stat
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -153,6 +156,29 @@ def test_accelerate_fp16_on_the_cpu_becomes_quoted_no(old_torch_python: Path, tm
     assert config.read_text(encoding="utf-8") == ACCELERATE
 
 
+@pytest.mark.slow
+def test_secrets_beside_the_edited_line_reach_no_output_and_the_file_keeps_them(old_torch_python: Path, tmp_path: Path) -> None:
+    """An autotrain config with a hub token and a W&B key next to the precision it edits: the plan's diff
+    context, --json, the terminal and the journal mask them; the edit and the undo keep their bytes."""
+    token, wandb = "hf_" + "T" * 34, "0123456789abcdef" * 2 + "01234567"
+    config = write(tmp_path / "train.yml", SEED_004.replace("  image_size: 1024\r\n", "  image_size: 1024\r\n  token: %s\r\n" % token)
+                   .replace("backend: local\r\n", "backend: local\r\nwandb_key: %s\r\n" % wandb))
+    before = config.read_bytes()
+    state = tmp_path / "state"
+    args = ("--python", str(old_torch_python), "--config", str(config), "--only", "cpu-half-kernels")
+    plan = envdoctor("fix", *args, state=state, code=1)
+    assert "mixed_precision: fp16" in plan.stdout  # the diff is shown...
+    applied = envdoctor("fix", "--json", "--yes", *args, state=state, code=0)
+    journal = "".join(p.read_text(encoding="utf-8") for p in state.rglob("*.json"))
+    for output in (plan.stdout, plan.stderr, applied.stdout, applied.stderr, journal):
+        assert token not in output and wandb not in output  # ...without the secrets beside it
+    assert "token: ***" in plan.stdout
+    after = config.read_bytes()
+    assert token.encode() in after and wandb.encode() in after and b"mixed_precision: null" in after
+    envdoctor("undo", state=state, code=0)
+    assert config.read_bytes() == before
+
+
 # ---------------------------------------------------------------- seed 003: DoRA on a float8 base, torch 2.13 with peft
 
 
@@ -263,6 +289,58 @@ def test_impostor_apex_is_uninstalled_verified_and_brought_back_offline(impostor
     # undo with no index at all: the journal holds the distribution itself
     envdoctor("undo", state=state, env={"PIP_NO_INDEX": "1"}, code=0)
     assert freeze(impostor_apex_python) == before
+
+
+def _children(pid: int) -> List[int]:
+    """The live processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(pid) and not fields.get("State", "").startswith("Z"):
+            found.append(int(status.parent.name))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+@IMPOSTOR_APEX
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="finds pip's process in /proc (Linux)")
+def test_kill_9_during_the_pip_step_leaves_no_pip_and_undo_gives_back_the_environment(impostor_apex_python: Path,
+                                                                                        tmp_path: Path) -> None:
+    """`fix --yes` killed with SIGKILL while its pip uninstall runs: pip does not outlive it, `undo --list`
+    says the run was interrupted, and `undo` (offline) gives back the same `pip freeze`; torch imports."""
+    before = freeze(impostor_apex_python)
+    state = tmp_path / "state"
+    argv = [sys.executable, "-m", "envdoctor", "fix", "--yes", "--python", str(impostor_apex_python), "--no-config", "--only", "apex"]
+    env = dict(os.environ, ENVDOCTOR_STATE_DIR=str(state))
+    fixing = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    pip = None
+    deadline = time.monotonic() + 300
+    while pip is None and fixing.poll() is None and time.monotonic() < deadline:
+        pip = next((c for c in _children(fixing.pid) if " -m pip uninstall" in _cmdline(c)), None)
+        time.sleep(0.005)
+    fixing.send_signal(signal.SIGKILL)
+    fixing.wait()
+    if pip is None:
+        pytest.skip("the uninstall finished before it could be seen; nothing was killed mid-step")
+    gone = time.monotonic() + 5
+    while Path("/proc/%d" % pip).exists() and "pip" in _cmdline(pip) and time.monotonic() < gone:
+        time.sleep(0.05)
+    assert "pip" not in _cmdline(pip), "pip outlived the envdoctor that started it"
+    listing = envdoctor("undo", "--list", state=state, code=0).stdout
+    assert "interrupted" in listing
+    envdoctor("undo", state=state, env={"PIP_NO_INDEX": "1"}, code=0)
+    assert freeze(impostor_apex_python) == before
+    subprocess.run([str(impostor_apex_python), "-c", "import torch"], check=True, capture_output=True)
 
 
 @IMPOSTOR_APEX

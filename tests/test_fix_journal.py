@@ -121,11 +121,19 @@ def test_interrupted_save_leaves_the_previous_journal(tmp_path: Path, monkeypatc
     assert sorted(p.name for p in run.path.iterdir()) == ["journal.json"]
 
 
-def test_damaged_journal_is_one_line(tmp_path: Path) -> None:
+def test_damaged_journal_is_one_line_and_does_not_hide_the_other_runs(tmp_path: Path) -> None:
+    good = Journal(tmp_path).begin(meta())
     run = Journal(tmp_path).begin(meta())
     (run.path / "journal.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(JournalError, match="damaged"):
-        Journal(tmp_path).runs()
+        RunJournal.load(run.path)
+    journal = Journal(tmp_path)
+    assert [r.id for r in journal.runs()] == [good.id]
+    assert [d["id"] for d in journal.damaged] == [run.id] and "is damaged" in journal.damaged[0]["error"]
+    assert "\n" not in journal.damaged[0]["error"]
+    assert journal.find(good.id).id == good.id
+    with pytest.raises(FixError, match="is damaged"):
+        journal.find(run.id)  # asked by name: said, in one line
 
 
 def test_undo_run_reverse_order_skips_pending_and_marks(tmp_path: Path) -> None:
@@ -161,3 +169,51 @@ def test_undo_without_an_id_takes_the_newest_run_still_in_place(tmp_path: Path) 
     first.set_status("undone")
     with pytest.raises(FixError, match="nothing to undo"):
         journal.find()
+
+
+# ---- what `undo --list` and a second run see
+
+
+def test_undo_list_shows_a_damaged_run_and_a_killed_one_as_interrupted(tmp_path: Path) -> None:
+    import sys
+
+    from conftest import run_envdoctor
+
+    killed = Journal(tmp_path).begin(dict(meta(), python=sys.executable))  # left "applying" by a run that was killed
+    damaged = Journal(tmp_path).begin(meta())
+    (damaged.path / "journal.json").write_text("", encoding="utf-8")
+    proc = run_envdoctor("undo", "--list", "--json", env={"ENVDOCTOR_STATE_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    listed = {r["id"]: r for r in json.loads(proc.stdout)}
+    assert listed[killed.id]["status"] == "interrupted" and listed[damaged.id]["status"] == "damaged"
+    text = run_envdoctor("undo", "--list", env={"ENVDOCTOR_STATE_DIR": str(tmp_path)}).stdout
+    assert "interrupted" in text and "damaged" in text
+
+
+def test_a_second_run_on_the_same_target_is_refused_naming_the_holder_and_a_killed_holder_frees_it(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from envdoctor.pipeline.fix.lock import hold, holder
+
+    holding = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom envdoctor.pipeline.fix.lock import hold\n"
+                                "with hold(sys.argv[1], sys.argv[2], 'fix'):\n    print('held', flush=True)\n    time.sleep(600)\n",
+                                str(tmp_path), "/venv/bin/python"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holding.stdout is not None and holding.stdout.readline().strip() == "held"
+        assert (holder(tmp_path, "/venv/bin/python") or {}).get("pid") == holding.pid
+        refused = r"another envdoctor fix \(pid %d, since .*\) is changing /venv/bin/python" % holding.pid
+        with pytest.raises(FixError, match=refused), hold(tmp_path, "/venv/bin/python", "undo"):
+            pass
+        with hold(tmp_path, "/other/venv/bin/python", "fix"):  # another target is not held
+            pass
+    finally:
+        holding.send_signal(signal.SIGKILL)  # kill -9: the operating system drops its lock
+        holding.wait()
+    deadline = time.monotonic() + 10
+    while holder(tmp_path, "/venv/bin/python") is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with hold(tmp_path, "/venv/bin/python", "fix"):
+        assert holder(tmp_path, "/venv/bin/python") is not None  # held by this process now: a reader sees it

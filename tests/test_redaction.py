@@ -56,3 +56,31 @@ def test_planted_token_never_reaches_json_markdown_or_terminal() -> None:
         assert SECRET not in proc.stderr, fmt
         assert "HF_TOKEN" in proc.stdout or fmt == "-v"  # the variable is listed, its value is not
     assert SECRET not in os.environ.get("HF_TOKEN", "")
+
+
+def test_secrets_written_as_settings_are_masked_by_their_key() -> None:
+    redactor = Redactor()
+    assert redactor.text("  huggingface_token: hf_abcdefghijklmnopqrstuv") == "  huggingface_token: ***"
+    assert redactor.text('{"wandb_key": "0123456789abcdef0123456789abcdef01234567"}') == '{"wandb_key": "***"}'
+    assert redactor.text("openai.AuthenticationError: api_key=sk-proj-abc123 is invalid") == (
+        "openai.AuthenticationError: api_key=*** is invalid")
+    assert redactor.text("HF_TOKEN=abcd1234 accelerate launch train.py") == "HF_TOKEN=*** accelerate launch train.py"
+    assert redactor.text("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9x") == "Authorization: Bearer ***"
+    # what is not a secret stays: training settings, booleans, the words "key" and "pass" on their own
+    for text in ("max_tokens: 512", "tokenizer_name: gpt2", "use_auth_token: true", "hub_token=None", "mixed_precision: fp16",
+                 "lost step key: 3:importing torch", "pass: 3/3"):
+        assert redactor.text(text) == text
+
+
+def test_explain_masks_the_secrets_a_log_quotes() -> None:
+    log = ("Traceback (most recent call last):\n"
+           '  File "train.py", line 3, in <module>\n'
+           "    login(token=hf_%s)\n"
+           "requests.exceptions.HTTPError: 401 Client Error for url: https://user:p4ssw0rd@huggingface.co/api api_key=sk-%s\n"
+           % ("S" * 30, "K" * 30))
+    for args in (("explain", "--no-probe", "-"), ("explain", "--no-probe", "--json", "-")):
+        proc = run_envdoctor(*args, input=log)
+        assert proc.returncode in (0, 1), proc.stderr
+        for secret in ("hf_" + "S" * 30, "p4ssw0rd", "sk-" + "K" * 30):
+            assert secret not in proc.stdout and secret not in proc.stderr
+        assert "401 Client Error" in proc.stdout  # the error itself is still said

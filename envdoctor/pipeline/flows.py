@@ -88,6 +88,7 @@ def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Pl
     Raises JournalError before anything changes when the journal cannot be written."""
     from envdoctor.pipeline.fix.apply import apply_plan
     from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.lock import hold
     from envdoctor.pipeline.fix.plan import make_plan
     from envdoctor.target.platform.kernel import kernel_state
 
@@ -96,23 +97,34 @@ def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Pl
     done = FixRun(report, plan)
     if plan.empty or not plan.applicable or not on_plan(plan):
         return done
-    done.outcome = apply_plan(plan, request, Journal(state_dir()), say=say)
+    state = state_dir()
+    with hold(state, report.target.python, "fix"):  # one fix or undo of a target at a time; FixError names the other
+        done.outcome = apply_plan(plan, request, Journal(state), say=say)
     done.notes = list(kernel_state(report.target.where).get("notes") or ())
     return done
 
 
 def fix_runs() -> List[Dict[str, Any]]:
-    """The journal's fix runs, newest last, as `undo --list` shows them."""
+    """The journal's fix runs, oldest first, as `undo --list` shows them: a run that stopped while
+    applying (its process killed) says "interrupted", a run whose journal cannot be read "damaged"."""
     from envdoctor.pipeline.fix.journal import Journal, state_dir
 
-    return [run_summary(run) for run in Journal(state_dir()).runs()]
+    journal = Journal(state_dir())
+    runs = [run_summary(run, journal.root) for run in journal.runs()]
+    return runs + [{"id": d["id"], "status": "damaged", "python": None, "error": d["error"], "steps": []} for d in journal.damaged]
 
 
-def run_summary(run: RunJournal) -> Dict[str, Any]:
+def run_summary(run: RunJournal, state: Any) -> Dict[str, Any]:
+    from envdoctor.pipeline.fix.lock import holder
+
+    status = run.status
+    python = run.meta.get("python")
+    if status in ("applying", "applied") and python and holder(state, python) is None:
+        status = "interrupted"  # no live run holds its target: its process ended without finishing
     return {
         "id": run.id,
-        "status": run.status,
-        "python": run.meta.get("python"),
+        "status": status,
+        "python": python,
         "steps": [{"number": s.number, "kind": s.kind, "status": s.status, "summary": (s.plan.get("summary") or "")} for s in run.steps],
     }
 
@@ -121,10 +133,13 @@ def undo(run_id: Optional[str] = None) -> Dict[str, Any]:
     """Revert a fix run (default: the newest whose changes are still in place) from the journal
     alone: {"undone": run id, "steps": what each step's undo did}. Raises JournalError or FixError."""
     from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.lock import hold
     from envdoctor.pipeline.fix.undo import undo_run
 
-    run = Journal(state_dir()).find(run_id)
-    return {"undone": run.id, "steps": undo_run(run)}
+    state = state_dir()
+    run = Journal(state).find(run_id)
+    with hold(state, str(run.meta.get("python") or run.id), "undo"):
+        return {"undone": run.id, "steps": undo_run(run)}
 
 
 # ---------------------------------------------------------------- explain and run

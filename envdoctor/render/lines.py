@@ -67,6 +67,9 @@ def runs_lines(runs: List[Dict[str, Any]]) -> List[str]:
     out = []
     for run in runs:
         steps = run.get("steps") or []
+        if run.get("status") == "damaged":
+            out.append("%s  %-11s  %s" % (run["id"], "damaged", run.get("error") or ""))
+            continue
         out.append("%s  %-11s  %s  %s" % (run["id"], run.get("status", "?"), run.get("python") or "", count(len(steps), "step")))
         for step in steps:
             out.append("    %d. [%s] %s  %s" % (step["number"], step["kind"], step.get("status", "?"), step.get("summary") or ""))

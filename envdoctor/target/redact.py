@@ -25,6 +25,13 @@ _TOKEN_SHAPES = re.compile(
     r"|sk-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|wandb_v1_[A-Za-z0-9_]{20,})\b"
 )
 _MIN_SECRET_LEN = 4  # shorter values ("1", "no") would mask innocent text
+# A secret written as a setting: `huggingface_token: hf_...`, `"wandb_key": "0123..."`, `api_key=sk-...`,
+# `--hub-token abc` is not covered (no separator), `HF_TOKEN=...` is. The key decides (is_secret_name).
+_KEY_SEPARATOR = re.compile(r"""(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z][A-Za-z0-9_.-]*)["']?\s*[:=]\s*["']?""")
+_VALUE = re.compile(r"""[^\s"',;}\]]+""")
+_NOT_SECRET_VALUES = frozenset(("true", "false", "null", "none", "~", "yes", "no", "0", "1"))
+# An HTTP Authorization header or a bearer token quoted in a log or an error.
+_AUTHORIZATION = re.compile(r"(?i)\b(authorization\s*[:=]\s*|bearer\s+|basic\s+|token\s+)(?=[A-Za-z0-9._~+/-]{12,})[A-Za-z0-9._~+/=-]+")
 
 
 def is_secret_name(name: str) -> bool:
@@ -51,7 +58,9 @@ class Redactor:
             if secret in value:
                 value = value.replace(secret, MASK)
         value = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + MASK + "@", value)
-        return _TOKEN_SHAPES.sub(MASK, value)
+        value = _TOKEN_SHAPES.sub(MASK, value)
+        value = _AUTHORIZATION.sub(lambda m: m.group(1) + MASK, value)
+        return _mask_assignments(value) if _maybe_assignment(value) else value
 
     def data(self, value: Any) -> Any:
         """Redact every string inside a JSON-like structure (keys too)."""
@@ -62,6 +71,27 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.data(v) for v in value]
         return value
+
+
+def _maybe_assignment(value: str) -> bool:
+    return (":" in value or "=" in value) and any(part.lower() in value.lower() for part in _SECRET_PARTS)
+
+
+def _mask_assignments(text: str) -> str:
+    """Each `key: value` / `key=value` whose key names a secret, with the value masked."""
+    out: List[str] = []
+    done = 0
+    for found in _KEY_SEPARATOR.finditer(text):
+        key = found.group("key")
+        value = _VALUE.match(text, found.end())
+        # a bare `key:` or `pass:` in a log is structure more often than a secret; `api_key:`, `hub_token:` are secrets
+        if value is None or found.start() < done or key.lower() in ("key", "pass", "auth") or not is_secret_name(key):
+            continue
+        if value.group(0) == MASK or value.group(0).lower() in _NOT_SECRET_VALUES:
+            continue
+        out += [text[done:value.start()], MASK]
+        done = value.end()
+    return "".join(out) + text[done:]
 
 
 def environment_variables(names_or_prefixes: Iterable[str], environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:

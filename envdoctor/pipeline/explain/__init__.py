@@ -14,6 +14,7 @@ from envdoctor.pipeline.explain.confirm import apply_verdicts
 from envdoctor.pipeline.explain.match import Diagnosis, Matching, match
 from envdoctor.pipeline.explain.reader import LogExcerpt
 from envdoctor.target.model import SCHEMA, Check, Report
+from envdoctor.target.redact import Redactor
 
 
 @dataclass
@@ -37,13 +38,15 @@ class Explanation:
         return "<envdoctor Explanation: %s>" % (", ".join(d.check for d in self.diagnoses) or "no known cause")
 
     def to_dict(self) -> Dict[str, Any]:
+        """The explanation as every output shows it (terminal, --json, a notebook, `run`'s stderr), with
+        the secrets a log quotes (tokens, `api_key=` values, URL passwords) masked."""
         last = self.matching.errors[-1] if self.matching.errors else None
         probed = None
         if self.report is not None:
             target = self.report.target
             probed = {"python": target.python, "torch": target.torch,
                       "checks": [c.id for c in self.report.checks]}
-        return {
+        return Redactor.from_environ().data({
             "schema": SCHEMA,
             "input": {"lines": self.excerpt.total_lines, "bytes": self.excerpt.total_bytes, "errors": len(self.matching.errors),
                       "last_error": last.text.split("\n", 1)[0][:300] if last else None},
@@ -52,7 +55,7 @@ class Explanation:
             "near": [n.to_dict() for n in self.matching.near],
             "probed": probed,
             "exit_code": self.exit_code,
-        }
+        })
 
 
 def signature_checks(plugins: bool = True) -> List[Check]:

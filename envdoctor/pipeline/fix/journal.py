@@ -172,6 +172,7 @@ class Journal:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.damaged: List[Dict[str, str]] = []  # runs whose journal cannot be read: {"id", "error"}, from runs()
 
     @property
     def runs_dir(self) -> Path:
@@ -212,13 +213,22 @@ class Journal:
             folders = [p for p in self.runs_dir.iterdir() if (p / JOURNAL_FILE).is_file()]
         except OSError as exc:
             raise JournalError("cannot read the fix journal in %s: %s" % (self.runs_dir, _reason(exc))) from exc
-        runs = [RunJournal.load(p) for p in folders]
+        runs: List[RunJournal] = []
+        self.damaged = []
+        for folder in sorted(folders):
+            try:
+                runs.append(RunJournal.load(folder))
+            except JournalError as exc:  # one damaged run is reported; it does not hide the others
+                self.damaged.append({"id": folder.name, "error": str(exc)})
         return sorted(runs, key=lambda r: (r.created, r.id))
 
     def find(self, run_id: Optional[str] = None) -> RunJournal:
         """The run `run_id` (or the one a unique prefix names); None: the newest run that still
         has changes in place (not undone, not rolled back)."""
         runs = self.runs()
+        damaged = [d for d in self.damaged if run_id is not None and d["id"].startswith(run_id)]
+        if damaged and not [r for r in runs if r.id.startswith(str(run_id))]:
+            raise FixError(damaged[0]["error"])
         if not runs:
             raise FixError("no fix run is recorded in %s" % self.runs_dir)
         if run_id is None:

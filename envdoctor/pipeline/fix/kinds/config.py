@@ -25,6 +25,7 @@ from envdoctor.pipeline.fix.action import FixError, NotApplicable
 from envdoctor.pipeline.fix.atomic import sha256, write_atomically
 from envdoctor.target.intent import PART_NAMES, ConfigSource, Intent, Setting, resolve_auto
 from envdoctor.target.model import Target
+from envdoctor.target.redact import Redactor
 from envdoctor.target.remedies.kinds import CONFIG
 
 if TYPE_CHECKING:
@@ -130,7 +131,11 @@ class FileEdit:
     selected: Tuple[Tuple[Setting, Any], ...]  # the settings this fixes, with their new values
 
     def diff(self) -> List[str]:
-        return list(difflib.unified_diff(self.before.splitlines(), self.after.splitlines(), self.file, self.file, lineterm=""))
+        """The edit as a unified diff, for people: its context lines are the user's config, so a
+        secret beside the edited line (a hub token, a W&B key) is masked; the backups keep the bytes."""
+        redactor = Redactor.from_environ()
+        lines = difflib.unified_diff(self.before.splitlines(), self.after.splitlines(), self.file, self.file, lineterm="")
+        return [redactor.text(line) for line in lines]
 
     def to_dict(self) -> Dict[str, Any]:
         return {
