@@ -284,10 +284,11 @@ IMPOSTOR_APEX = pytest.mark.xdist_group("impostor-apex-venv")
 
 @pytest.fixture(scope="session")
 def impostor_apex_python(tmp_path_factory: Any) -> Path:
-    """torch 2.13 CPU and the PyPI `apex` (the Pyramid web toolkit 0.9.10.dev0), no numpy:
-    what `fix` must uninstall, verify and bring back offline. Tests that change it undo, and
-    are marked IMPOSTOR_APEX."""
-    return shared_venv(tmp_path_factory, "impostor-apex", [TORCH], ["--no-deps", "apex"])
+    """torch 2.13 CPU, the PyPI `apex` (the Pyramid web toolkit 0.9.10.dev0; --no-deps: its cryptacular
+    does not build here) and transformers 4.57.6 (--no-deps: the apex probe only reads its source), no
+    numpy: what `fix` must uninstall, verify and bring back offline. Every test that uses it is marked
+    IMPOSTOR_APEX (one process runs them in turn); those that change it undo."""
+    return shared_venv(tmp_path_factory, "impostor-apex", [TORCH], ["--no-deps", "apex", "transformers==4.57.6"])
 
 
 # ---- GPUs that are not here: a fake torch.cuda over the real CPU torch

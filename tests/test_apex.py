@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-from conftest import ROOT, TORCH, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json, shared_venv
+from conftest import IMPOSTOR_APEX, ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target.model import Finding, Remedy, Severity
@@ -378,13 +378,13 @@ def test_live_check_without_apex() -> None:
     assert check["duration_s"] < 2.0
 
 
-@pytest.fixture(scope="session")
-def impostor_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """torch 2.13.0 (CPU), the real PyPI `apex` (--no-deps: its cryptacular does not build here)
-    and transformers 4.57.6 (--no-deps: the probe only reads its source). Read only."""
-    return shared_venv(tmp_path_factory, "impostor-apex-transformers", [TORCH], ["--no-deps", "apex", "transformers==4.57.6"])
+@pytest.fixture()
+def impostor_venv(impostor_apex_python: Path) -> Path:
+    """torch 2.13.0 (CPU), the real PyPI `apex` and transformers 4.57.6 (conftest.impostor_apex_python)."""
+    return impostor_apex_python
 
 
+@IMPOSTOR_APEX
 @pytest.mark.slow
 def test_full_check_fails_on_the_impostor(impostor_venv: Path) -> None:
     proc = run_envdoctor("check", "--python", str(impostor_venv))  # every check, as a user runs it
@@ -395,6 +395,7 @@ def test_full_check_fails_on_the_impostor(impostor_venv: Path) -> None:
     assert commands and not [c for c in commands if BAD_ADVICE.search(c)]
 
 
+@IMPOSTOR_APEX
 @pytest.mark.slow
 def test_impostor_report_beside_torch_and_transformers(impostor_venv: Path) -> None:
     proc = run_envdoctor("check", "--json", "--only", "apex", "--python", str(impostor_venv))

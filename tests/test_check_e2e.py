@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import check_of, run_envdoctor, run_json
+from conftest import check_of, make_venv, run_envdoctor, run_json
 
 from envdoctor.target.model import SCHEMA
 
@@ -186,3 +186,16 @@ def test_a_console_that_cannot_encode_unicode_gets_output_not_a_traceback(fmt: s
     if fmt == "--json":
         report = json.loads(proc.stdout)
         assert report["schema"] == SCHEMA
+
+
+def test_only_a_check_that_needs_no_torch_still_says_that_torch_is_missing(tmp_path: Path) -> None:
+    """`--only apex` against an interpreter without torch: not "No issues found", exit 0, but torch-install's
+    error beside the apex check (torch-install runs in every check run; it is shown when it finds an error)."""
+    python = make_venv(tmp_path / "venv")
+    proc = run_envdoctor("check", "--json", "--only", "apex", "--python", str(python))
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [c["id"] for c in report["checks"]] == ["torch-install", "apex"]
+    assert check_of(report, "torch-install")["findings"][0]["code"] == "torch-missing"
+    healthy = run_json("--only", "fp8")  # a torch that imports: only what was asked for
+    assert [c["id"] for c in healthy["checks"]] == ["fp8"]

@@ -118,3 +118,23 @@ def test_manual_only_findings_become_manual_steps_after_the_others() -> None:
 def test_info_findings_are_not_fixed() -> None:
     info = Finding("fp8", "float8-promotion", Severity.INFO, "t", remedies=(TORCH,))
     assert actionable([info]) == []
+
+
+def test_only_edits_of_the_same_config_file_build_on_each_other() -> None:
+    """A step that fails takes with it the later edits of its file (their backups hold its text); a pip
+    step and an edit of another file stand on their own."""
+    from types import SimpleNamespace
+
+    from envdoctor.pipeline.fix.apply import _with_dependents, builds_on
+    from envdoctor.pipeline.fix.plan import Step
+
+    def step(number: int, kind: str, *paths: str) -> Step:
+        action = SimpleNamespace(files=[SimpleNamespace(path=p) for p in paths]) if kind == "config" else SimpleNamespace()
+        return Step(number=number, kind=kind, remedy=FP32, findings=[], action=action)  # type: ignore[arg-type]
+
+    steps = [step(1, "config", "/a/train.yaml"), step(2, "config", "/a/train.yaml", "/a/accelerate.yaml"),
+             step(3, "pip"), step(4, "config", "/a/accelerate.yaml"), step(5, "config", "/a/other.toml")]
+    later = builds_on(steps)
+    assert later == {1: [2], 2: [4], 3: [], 4: [], 5: []}
+    assert _with_dependents([1], later) == [1, 2, 4]
+    assert _with_dependents([3, 5], later) == [3, 5]

@@ -46,7 +46,9 @@ def outcome_lines(outcome: Dict[str, Any]) -> List[str]:
         out += ["   %s" % e for e in verdict.get("evidence") or ()]
     for finding in outcome.get("also_fixed") or ():
         out.append("also gone: %s: %s" % (finding["check"], finding["title"]))
-    if outcome.get("failure"):
+    for dropped in outcome.get("dropped") or ():
+        out.append("step %d not kept: %s" % (dropped["step"], dropped["reason"]))
+    if outcome.get("failure") and not outcome.get("dropped"):
         out.append("fix failed: %s" % outcome["failure"])
     if outcome.get("rolled_back"):
         out.append("rolled back:")
@@ -54,6 +56,10 @@ def outcome_lines(outcome: Dict[str, Any]) -> List[str]:
     status = outcome.get("status")
     if status == "verified":
         out.append("Fixed and verified (journal %s; `envdoctor undo` reverts it)." % outcome.get("journal"))
+    elif status == "partly-verified":
+        kept = ", ".join(str(n) for n in outcome.get("kept") or ())
+        out.append("Partly fixed: step %s kept and verified, the rest rolled back (journal %s; `envdoctor undo` reverts what was kept)."
+                   % (kept, outcome.get("journal")))
     elif status in ("rolled-back", "not-fixed"):
         out.append("Nothing was changed in the end: everything this run did was rolled back (journal %s)." % outcome.get("journal"))
     else:

@@ -12,8 +12,11 @@ from envdoctor.pipeline.check.registry import LoadedCheck, checks_dir, load_chec
 from envdoctor.pipeline.check.request import CheckRequest, select, validate_request
 from envdoctor.pipeline.check.runner import PACKAGE_DIR, EventCallback, ProbeOutcome, Runner, RunResult, environ_with
 from envdoctor.pipeline.check.target import build_target, environment_of, read_intent, resolve_python
-from envdoctor.target.model import Report, report_from_dict
+from envdoctor.target.model import Report, Status, report_from_dict
 from envdoctor.target.redact import Redactor
+
+# The check whose facts are the Target's own (torch's build, devices and GPUs): it runs in every check run.
+FOUNDATION = "torch-install"
 
 
 class PendingCheck:
@@ -30,7 +33,10 @@ class PendingCheck:
         try:
             loaded, self.broken = load_checks(plugins=request.plugins)
             self.selected = select(loaded, request.only, request.skip)
-            self.groups = {c.check.id: self._group(c) for c in self.selected}
+            # torch-install runs whatever was selected (it costs milliseconds): its facts are the Target's
+            # torch build, devices and GPUs, and a torch that does not import is said even to `--only apex`
+            self.foundation = [c for c in loaded if c.check.id == FOUNDATION and c not in self.selected and FOUNDATION not in request.skip]
+            self.groups = {c.check.id: self._group(c) for c in self.foundation + self.selected}
             for group in sorted(set(self.groups.values()) - {"main"}):
                 needs = sorted({d for c in self.selected if self.groups[c.check.id] == group for d in c.check.needs})
                 self.runners[group] = self._runner(False, needs)
@@ -70,7 +76,7 @@ class PendingCheck:
         options["quick"] = self.request.quick or bool(options.get("quick"))
         ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": options}
         skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
-        runnable = [c for c in self.selected if c not in skipped]
+        runnable = [c for c in self.foundation + self.selected if c not in skipped]
         runs: Dict[str, RunResult] = {}
         failures: List[BaseException] = []
 
@@ -102,6 +108,7 @@ class PendingCheck:
         outcomes = dict(run.outcomes, **{c.check.id: ProbeOutcome(c.check.id, "skipped", error="--quick") for c in skipped})
         target = build_target(self.python, run, self.intent, {cid: o.facts for cid, o in outcomes.items() if o.state == "done"})
         results = [judge(c, outcomes.get(c.check.id), target) for c in self.selected]
+        results[:0] = [r for r in (judge(c, outcomes.get(c.check.id), target) for c in self.foundation) if r.status is Status.ERROR]
         if not self.request.only:
             results.extend(broken_plugin_result(b) for b in self.broken)
         environment = environment_of(target, run, self.request)

@@ -1,19 +1,25 @@
 """`fix --yes`: apply every step in order, each written to the journal before it runs,
-then verify by re-probing. A step that fails to apply, to confirm or to verify rolls back
-everything this run did, newest first; Ctrl-C does too, and the journal says where it stood."""
+then verify by re-probing.
+
+Steps stand or fall on their own: a step that fails to apply, to confirm or to verify is
+rolled back together with the steps that build on it (later edits of the same config file,
+whose backups hold its text), and the independent steps that were applied and verified stay.
+The outcome says which were kept and which were rolled back, and why. Ctrl-C, or a bug, rolls
+back everything this run did, newest first; the journal says where it stood, and `undo`
+reverts whatever a run kept."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 
 from envdoctor.pipeline.check.engine import run_check
 from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.pipeline.fix.action import FixError
 from envdoctor.pipeline.fix.journal import Journal, RunJournal
 from envdoctor.pipeline.fix.plan import Plan, Step
-from envdoctor.pipeline.fix.undo import undo_run
+from envdoctor.pipeline.fix.undo import undo_run, undo_steps
 from envdoctor.pipeline.fix.verify import Verdict, gone, request_for, verdicts
 from envdoctor.target.model import Finding, Report
 from envdoctor.target.version import __version__
@@ -23,14 +29,16 @@ Say = Callable[[str], None]
 
 @dataclass
 class FixOutcome:
-    status: str  # "verified", "not-fixed", "failed", "rolled-back"
+    status: str  # "verified", "partly-verified", "not-fixed", "failed", "rolled-back"
     run_id: Optional[str] = None
-    applied: List[int] = field(default_factory=list)
+    applied: List[int] = field(default_factory=list)  # the steps whose change was made
     failure: Optional[str] = None
     verdicts: List[Verdict] = field(default_factory=list)
     also_gone: List[Finding] = field(default_factory=list)
     rollback: List[str] = field(default_factory=list)
     after: Optional[Report] = None
+    kept: List[int] = field(default_factory=list)  # applied, verified and still in place
+    dropped: Dict[int, str] = field(default_factory=dict)  # step -> why it failed or was rolled back
 
     @property
     def exit_code(self) -> int:
@@ -41,6 +49,8 @@ class FixOutcome:
             "status": self.status,
             "journal": self.run_id,
             "applied": list(self.applied),
+            "kept": list(self.kept),
+            "dropped": [{"step": n, "reason": why} for n, why in sorted(self.dropped.items())],
             "failure": self.failure,
             "verified": [v.to_dict() for v in self.verdicts],
             "also_fixed": [{"check": f.check, "code": f.code, "title": f.title} for f in self.also_gone],
@@ -49,28 +59,68 @@ class FixOutcome:
         }
 
 
+def builds_on(steps: Sequence[Step]) -> Dict[int, List[int]]:
+    """step -> the later steps that build on it: edits of the same config file (each backs up
+    and edits the text the one before it left). Every other step stands on its own."""
+    later: Dict[int, List[int]] = {s.number: [] for s in steps}
+    for i, step in enumerate(steps):
+        files = _files(step)
+        for other in steps[i + 1:]:
+            if files & _files(other):
+                later[step.number].append(other.number)
+    return later
+
+
+def _files(step: Step) -> Set[str]:
+    return {f.path for f in getattr(step.action, "files", ())}
+
+
+def _with_dependents(numbers: Sequence[int], later: Mapping[int, Sequence[int]]) -> List[int]:
+    found: List[int] = []
+    pending = list(numbers)
+    while pending:
+        number = pending.pop()
+        if number not in found:
+            found.append(number)
+            pending.extend(later.get(number, ()))
+    return sorted(found)
+
+
 def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None) -> FixOutcome:
     say = say or (lambda line: None)
     steps = plan.applicable
+    later = builds_on(steps)
     run = journal.begin(_meta(plan, request))  # JournalError: stop before anything changes
     outcome = FixOutcome(status="failed", run_id=run.id)
     run.set_status("applying")
     try:
         for step in steps:
+            cause = next((n for n in outcome.dropped if step.number in later[n]), None)
+            if cause is not None:
+                outcome.dropped[step.number] = "not applied: it builds on step %d" % cause
+                continue
             say("step %d: applying (%s)" % (step.number, step.kind))
-            _apply_step(run, step)
+            try:
+                _apply_step(run, step)
+            except FixError as exc:
+                outcome.dropped[step.number] = str(exc)
+                say("step %d failed: rolling back its own change" % step.number)
+                outcome.rollback += undo_steps(run, [step.number])
+                continue
             outcome.applied.append(step.number)
-    except FixError as exc:
-        outcome.failure = str(exc)
-        _roll_back(run, outcome, say, "failed")
-        return outcome
-    except BaseException:  # Ctrl-C, a bug: nothing stays half-done
+    except BaseException:  # Ctrl-C, a bug, a step that cannot be undone: nothing stays half-done
         _roll_back(run, outcome, say, "interrupted")
         raise
+    if not outcome.applied:
+        outcome.failure = _failure(outcome)
+        outcome.status = "rolled-back"
+        run.set_status("rolled-back", reason=outcome.failure)
+        return outcome
     run.set_status("applied")
+    applied = [s for s in steps if s.number in outcome.applied]
     say("verifying: re-running %s" % ", ".join(plan.checks()))
     try:
-        after = run_check(request_for(request, plan, _variables(steps)))
+        after = run_check(request_for(request, plan, _variables(applied)))
     except BaseException as exc:
         outcome.failure = "verification did not run: %s" % exc
         _roll_back(run, outcome, say, "failed")
@@ -78,15 +128,38 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
             raise
         return outcome
     outcome.after = after
-    outcome.verdicts = verdicts(steps, after)
+    outcome.verdicts = verdicts(applied, after)
     outcome.also_gone = gone([f for s in plan.steps if s.action is None for f in s.findings] + plan.unresolved, after)
-    if all(v.fixed for v in outcome.verdicts):
-        outcome.status = "verified"
-        run.set_status("verified")
+    not_fixed = [v.number for v in outcome.verdicts if not v.fixed]
+    for number in not_fixed:
+        outcome.dropped[number] = "not fixed: its findings are still there after it"
+    undone = [n for n in _with_dependents(not_fixed, later) if n in outcome.applied]
+    for number in undone:
+        outcome.dropped.setdefault(number, "rolled back: it builds on step %d, which was not fixed" % min(not_fixed))
+    try:
+        if undone:
+            say("rolling back step %s" % ", ".join(str(n) for n in undone))
+            outcome.rollback += undo_steps(run, undone)
+    except FixError as exc:
+        outcome.rollback.append("rollback stopped: %s (journal %s)" % (exc, run.path))
+        outcome.failure = _failure(outcome)
+        outcome.status = "failed"
+        run.set_status("failed", reason=outcome.failure)
         return outcome
-    outcome.failure = "step %s not fixed" % ", ".join(str(v.number) for v in outcome.verdicts if not v.fixed)
-    _roll_back(run, outcome, say, "not-fixed")
+    outcome.kept = [n for n in outcome.applied if n not in undone]
+    outcome.failure = _failure(outcome) if outcome.dropped else None
+    if not outcome.dropped:
+        outcome.status = "verified"
+    elif outcome.kept:
+        outcome.status = "partly-verified"
+    else:
+        outcome.status = "not-fixed" if not_fixed else "rolled-back"
+    run.set_status({"not-fixed": "rolled-back"}.get(outcome.status, outcome.status), reason=outcome.failure or "")
     return outcome
+
+
+def _failure(outcome: FixOutcome) -> str:
+    return "; ".join(why if why.startswith("step %d" % n) else "step %d: %s" % (n, why) for n, why in sorted(outcome.dropped.items()))
 
 
 def _apply_step(run: RunJournal, step: Step) -> None:

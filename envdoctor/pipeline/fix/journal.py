@@ -27,7 +27,8 @@ from envdoctor.pipeline.fix.atomic import write_atomically
 
 SCHEMA = "envdoctor-journal/1"
 JOURNAL_FILE = "journal.json"
-RUN_STATUSES = ("applying", "applied", "verified", "failed", "rolled-back", "undone", "interrupted")
+# partly-verified: some steps were verified and kept, the others rolled back
+RUN_STATUSES = ("applying", "applied", "verified", "partly-verified", "failed", "rolled-back", "undone", "interrupted")
 STEP_STATUSES = ("pending", "started", "applied", "confirmed", "failed", "undone")
 
 

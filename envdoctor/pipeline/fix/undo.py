@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, List, cast
+from typing import Callable, List, Sequence, cast
 
 from envdoctor.pipeline.fix.action import FixError, kind_module
 from envdoctor.pipeline.fix.journal import JournalStep, RunJournal
@@ -23,8 +23,16 @@ def undo_run(run: RunJournal) -> List[str]:
     raises FixError naming it, after the later steps were undone (their marks are saved)."""
     if run.status == "undone":
         raise FixError("fix run %s is already undone" % run.id)
+    lines = undo_steps(run, [s.number for s in run.steps])
+    run.set_status("undone")
+    return lines
+
+
+def undo_steps(run: RunJournal, numbers: Sequence[int]) -> List[str]:
+    """Undo these steps of the run (those that may have changed something), newest first, each
+    marked "undone" as soon as it is; the run's other steps stay as they are."""
     lines: List[str] = []
-    for step in sorted(run.steps, key=lambda s: s.number, reverse=True):
+    for step in sorted((s for s in run.steps if s.number in numbers), key=lambda s: s.number, reverse=True):
         if step.status not in UNDOABLE:
             continue
         try:
@@ -33,7 +41,6 @@ def undo_run(run: RunJournal) -> List[str]:
             raise FixError("step %d (%s): %s" % (step.number, step.kind, exc)) from exc
         step.mark("undone")
         lines.append("step %d (%s) undone: %s" % (step.number, step.kind, _what(step)))
-    run.set_status("undone")
     return lines
 
 
