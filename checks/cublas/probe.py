@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Tuple
 
 from envdoctor.target.model import ProbeContext, available_devices
 from envdoctor.target.probekit.distributions import requires
-from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity
+from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, memory
 from envdoctor.target.probekit.ops import attempt, randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import error_text
@@ -18,18 +18,7 @@ ID = "cublas"
 GEMM_DTYPES = ("float32", "float16", "bfloat16")
 CONV_DTYPES = ("float32", "float16")
 GEMM_N = 64
-
-
 _LIBRARY_NAMES = ("libcublas", "libcublasLt", "libcudnn", "libcudart")
-
-
-def _mem(torch: Any, index: int) -> Dict[str, Any]:
-    """torch.cuda.mem_get_info(i) -> (free, total) bytes, or the error it raised."""
-    try:
-        free, total = torch.cuda.mem_get_info(index)
-        return {"free": int(free), "total": int(total)}
-    except Exception as exc:  # noqa: BLE001 - a context that cannot even answer this is a fact
-        return {"error": error_text(exc), "error_type": type(exc).__name__}
 
 
 def _cudnn(torch: Any) -> Dict[str, Any]:
@@ -92,7 +81,7 @@ def _conv(torch: Any, F: Any, tensors: Tuple[Any, Any, Any], device: str, dt: An
 
 def _probe_device(torch: Any, F: Any, device: str, index: int, info: Dict[str, Any], ops: List[Dict[str, Any]], cudnn_on: bool) -> None:
     with step("starting CUDA on %s" % device, device=device):
-        info["mem_start"] = _mem(torch, index)
+        info["mem_start"] = memory(torch, index)
         ident = identity(torch, device)
     info["name"], info["capability"] = ident["name"], ident["capability"]
     if ident.get("error"):
@@ -107,7 +96,7 @@ def _probe_device(torch: Any, F: Any, device: str, index: int, info: Dict[str, A
             info["handle"] = {"ok": True, "error": None}
         except Exception as exc:  # noqa: BLE001 - CUBLAS_STATUS_NOT_INITIALIZED & co. are the facts (and a lost step)
             info["handle"] = {"ok": False, "error": error_text(exc), "error_type": getattr(exc, "error_type", type(exc).__name__),
-                              "mem_after_failure": _mem(torch, index)}
+                              "mem_after_failure": memory(torch, index)}
         for name_ in GEMM_DTYPES:
             dt = getattr(torch, name_, None)
             if dt is None:
@@ -115,13 +104,13 @@ def _probe_device(torch: Any, F: Any, device: str, index: int, info: Dict[str, A
             fn, ref = _gemm(torch, a, b, device, dt)
             fact = run_op(torch, "gemm", device, name_, fn, ref, shape=[GEMM_N, GEMM_N, GEMM_N])
             if not fact["ok"]:
-                fact["mem_after_failure"] = _mem(torch, index)
+                fact["mem_after_failure"] = memory(torch, index)
             ops.append(fact)
         for name_ in CONV_DTYPES:
             fn, ref = _conv(torch, F, conv_in, device, getattr(torch, name_))
             fact = run_op(torch, "conv2d", device, name_, fn, ref, cudnn=cudnn_on)
             if not fact["ok"]:
-                fact["mem_after_failure"] = _mem(torch, index)
+                fact["mem_after_failure"] = memory(torch, index)
             ops.append(fact)
 
 
@@ -157,6 +146,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - one broken GPU must not hide the others
             info["error"] = error_text(exc)
             info["error_type"] = type(exc).__name__
-            info["mem_after_failure"] = _mem(torch, index)
+            info["mem_after_failure"] = memory(torch, index)
     facts["libraries"] = _loaded_libraries()
     return facts

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import ProbeContext, available_devices
-from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity
+from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, memory
 from envdoctor.target.probekit.ops import attempt
 from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import error_text, exception_text
@@ -105,15 +105,6 @@ def _host_memory() -> Dict[str, Any]:
     return host
 
 
-def _mem(torch: Any, index: int) -> Dict[str, Any]:
-    """torch.cuda.mem_get_info(i) -> (free, total) bytes, or the error it raised."""
-    try:
-        free, total = torch.cuda.mem_get_info(index)
-        return {"free": int(free), "total": int(total)}
-    except Exception as exc:  # noqa: BLE001 - a context that cannot even answer this is a fact
-        return {"error": error_text(exc), "error_type": type(exc).__name__}
-
-
 def _failure(fact: Dict[str, Any], exc: Exception) -> None:
     fact["error"] = error_text(exc)
     fact["error_type"] = exc.error_type if isinstance(exc, StepLost) else type(exc).__name__
@@ -134,7 +125,7 @@ def _allocate(torch: Any, device: str, index: int) -> Dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - OutOfMemoryError & co. are the facts (and a lost step)
         _failure(fact, exc)
         if "lost" not in fact:  # a device that crashed or hung the worker is not touched again outside a step
-            fact["mem_after_failure"] = _mem(torch, index)
+            fact["mem_after_failure"] = memory(torch, index)
     return fact
 
 
@@ -150,7 +141,7 @@ def _probe_device(torch: Any, device: str, index: int, info: Dict[str, Any], uui
             ident = identity(torch, device)
             uuids[index] = attempt(lambda: str(torch.cuda.get_device_properties(index).uuid))[0]
             attempt(torch.cuda.empty_cache)  # measure the GPU, not envdoctor's own cache
-            info["mem"] = _mem(torch, index)
+            info["mem"] = memory(torch, index)
     except Exception as exc:  # noqa: BLE001 - a context that failed (or crashed/hung a worker before)
         _failure(info, exc)
         return

@@ -33,6 +33,16 @@ def identity(torch: Any, device: str) -> Dict[str, Any]:
     return info
 
 
+def memory(torch: Any, index: int) -> Dict[str, Any]:
+    """torch.cuda.mem_get_info(i) -> {"free", "total"} bytes, or the error it raised: a context that
+    cannot even answer this is a fact (an out-of-memory GPU, a broken driver)."""
+    try:
+        free, total = torch.cuda.mem_get_info(index)
+        return {"free": int(free), "total": int(total)}
+    except Exception as exc:  # noqa: BLE001
+        return {"error": error_text(exc), "error_type": type(exc).__name__}
+
+
 def cuda_devices(torch: Any, ctx: ProbeContext) -> List[str]:
     """The selected CUDA devices ('cuda:0', ...), in order."""
     return [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
