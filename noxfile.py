@@ -1,14 +1,21 @@
-"""Sessions: `nox -s lint tests minimums` is the test command (README, .ci/run)."""
+"""Sessions: `nox -s ci` is the test command (README, .ci/run): it runs `lint`, `tests` and
+`minimums` at once, each in its own venv, and fails when any of them fails. `nox -s lint tests
+minimums` runs the same three one after another."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 import nox
 import tomllib
 
-nox.options.sessions = ["lint", "tests", "minimums"]
+nox.options.sessions = ["ci"]
+SESSIONS = ("lint", "tests", "minimums")
 nox.options.error_on_missing_interpreters = True
 
 # The CPU wheel: any looser pin pulls the newest release with GBs of CUDA packages.
@@ -82,3 +89,29 @@ def lint(session: nox.Session) -> None:
     session.install("ruff", "mypy", "typer", "rich", "packaging", "platformdirs", "nox", "pytest", "ipython")
     session.run("ruff", "check", ".")
     session.run("mypy")
+
+
+@nox.session(venv_backend="none")
+def ci(session: nox.Session) -> None:
+    """lint, tests and minimums at once: they are independent, and while one installs packages or
+    waits for a download the others use the cores. Each session's output is printed whole when it
+    ends (the tests' with their ten slowest), then the verdict of each."""
+    logs = Path(tempfile.mkdtemp(prefix="envdoctor-ci-"))
+    started = time.monotonic()
+    running = {}
+    for name in SESSIONS:
+        log = open(logs / (name + ".log"), "wb")  # noqa: SIM115 - closed when the session ends, below
+        running[name] = (subprocess.Popen([sys.executable, "-m", "nox", "-s", name], stdout=log, stderr=subprocess.STDOUT), log)
+    failed = []
+    for name, (proc, log) in running.items():
+        code = proc.wait()
+        log.close()
+        session.log("---- nox -s %s (exit %d, done after %.0f s) ----" % (name, code, time.monotonic() - started))
+        print((logs / (name + ".log")).read_text(encoding="utf-8", errors="replace"), flush=True)
+        if code != 0:
+            failed.append(name)
+    for name in SESSIONS:
+        session.log("%s: %s" % (name, "FAILED" if name in failed else "passed"))
+    if failed:
+        session.error("failed: %s" % ", ".join(failed))
+
