@@ -136,6 +136,23 @@ def test_install_of_a_missing_requirement_fails_and_undoes(target: Path, tmp_pat
     assert freeze(target) == before
 
 
+def test_an_index_that_cannot_be_reached_is_said_so(target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No network to the index: one line naming the host, not pip's "no matching distribution"; nothing changed."""
+    monkeypatch.setenv("PIP_RETRIES", "1")  # pip says why a connection failed when it retries it
+    monkeypatch.setenv("PIP_TIMEOUT", "5")
+    before = freeze(target)
+    # a name no local wheel folder (PIP_FIND_LINKS) can answer: pip has to ask the index
+    wanted = "envdoctor-no-such-dist==1.0"
+    action = prepare(pip_action(env_of(target), install=[wanted], index_url="http://127.0.0.1:9/simple"), str(target))
+    step = start(tmp_path, action)
+    with pytest.raises(FixError) as caught:
+        action.apply(step)
+    assert str(caught.value).startswith("pip cannot install envdoctor-no-such-dist: cannot reach 127.0.0.1: "), caught.value
+    step.mark("failed", error=str(caught.value))
+    undo_later(tmp_path)
+    assert freeze(target) == before
+
+
 def test_install_failing_midway_after_the_uninstall_is_undone(target: Path, tmp_path: Path, offline: None) -> None:
     project = tmp_path / "broken"
     project.mkdir()

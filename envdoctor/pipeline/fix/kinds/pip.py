@@ -14,9 +14,11 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
@@ -45,8 +47,23 @@ def _pip_env(run: PipRun) -> Dict[str, str]:
     return env
 
 
-def _last_error(output: str) -> str:
-    """pip's last `ERROR:` line, else its last line: the one line the user needs."""
+# How pip says that it could not reach an index (urllib3's words under its retry warnings).
+_UNREACHABLE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|"
+                          r"Name or service not known|nodename nor servname|Network is unreachable|ConnectTimeoutError|"
+                          r"Read timed out|ProxyError|SSLError")
+
+
+def _index_host(argv: Sequence[str]) -> str:
+    """The index a pip command reaches for: its --index-url, else $PIP_INDEX_URL, else PyPI."""
+    url = argv[argv.index("--index-url") + 1] if "--index-url" in argv[:-1] else os.environ.get("PIP_INDEX_URL", "")
+    return urllib.parse.urlsplit(url).hostname or "pypi.org" if url else "pypi.org"
+
+
+def _last_error(output: str, argv: Sequence[str] = ()) -> str:
+    """pip's last `ERROR:` line, else its last line: the one line the user needs. An index that could
+    not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution"."""
+    if _UNREACHABLE.search(output):
+        return "cannot reach %s: pip could not download from it (no network, or a proxy or a firewall in the way)" % _index_host(argv)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR:")]
     return (errors or lines or ["no output"])[-1]
@@ -133,7 +150,7 @@ class PipAction:
         proc = _run_pip(self.python, run, ("--dry-run", "--quiet", "--report", "-"))
         if proc.returncode != 0:
             raise FixError("pip cannot install %s: %s" % (" ".join(action_names(self.action)) or "the requirements",
-                                                          _last_error(proc.stderr + proc.stdout)))
+                                                          _last_error(proc.stderr + proc.stdout, run.args)))
         try:
             report = json.loads(proc.stdout)
             return {stash.canonical(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in report.get("install") or ()}
@@ -161,7 +178,7 @@ class PipAction:
             step.save()  # before pip changes anything: undo knows it may have
             proc = _run_pip(self.python, run)
             if proc.returncode != 0:
-                raise FixError("`pip %s` failed: %s" % (run.verb, _last_error(proc.stderr + proc.stdout)))
+                raise FixError("`pip %s` failed: %s" % (run.verb, _last_error(proc.stderr + proc.stdout, run.args)))
         step.record["listing_after"] = stash.listing(self.python)
         step.save()
 
