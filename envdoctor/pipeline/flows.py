@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.check.request import CheckRequest, UsageError, validate_request
@@ -114,7 +115,7 @@ def fix_runs() -> List[Dict[str, Any]]:
     return runs + [{"id": d["id"], "status": "damaged", "python": None, "error": d["error"], "steps": []} for d in journal.damaged]
 
 
-def run_summary(run: RunJournal, state: Any) -> Dict[str, Any]:
+def run_summary(run: RunJournal, state: Path) -> Dict[str, Any]:
     from envdoctor.pipeline.fix.lock import holder
 
     status = run.status
