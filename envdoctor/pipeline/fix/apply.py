@@ -105,10 +105,15 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
             except FixError as exc:
                 outcome.dropped[step.number] = str(exc)
                 say("step %d failed: rolling back its own change" % step.number)
-                outcome.rollback += undo_steps(run, [step.number])
+                try:
+                    outcome.rollback += undo_steps(run, [step.number])
+                except FixError as stuck:  # its half-done change cannot be undone: nothing else may stay either
+                    outcome.failure = "%s; and its undo failed: %s" % (exc, stuck)
+                    _roll_back(run, outcome, say, "failed")
+                    return outcome
                 continue
             outcome.applied.append(step.number)
-    except BaseException:  # Ctrl-C, a bug, a step that cannot be undone: nothing stays half-done
+    except BaseException:  # Ctrl-C, a bug: nothing stays half-done
         _roll_back(run, outcome, say, "interrupted")
         raise
     if not outcome.applied:
@@ -135,7 +140,8 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
         outcome.dropped[number] = "not fixed: its findings are still there after it"
     undone = [n for n in _with_dependents(not_fixed, later) if n in outcome.applied]
     for number in undone:
-        outcome.dropped.setdefault(number, "rolled back: it builds on step %d, which was not fixed" % min(not_fixed))
+        cause = next((n for n in not_fixed if number in _with_dependents([n], later)), not_fixed[0] if not_fixed else number)
+        outcome.dropped.setdefault(number, "rolled back: it builds on step %d, which was not fixed" % cause)
     try:
         if undone:
             say("rolling back step %s" % ", ".join(str(n) for n in undone))
@@ -159,7 +165,7 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
 
 
 def _failure(outcome: FixOutcome) -> str:
-    return "; ".join(why if why.startswith("step %d" % n) else "step %d: %s" % (n, why) for n, why in sorted(outcome.dropped.items()))
+    return "; ".join(why if why.startswith("step %d (" % n) else "step %d: %s" % (n, why) for n, why in sorted(outcome.dropped.items()))
 
 
 def _apply_step(run: RunJournal, step: Step) -> None:
