@@ -416,3 +416,47 @@ def test_every_file_that_asks_is_edited_in_one_step_and_undone_together(tmp_path
     assert len(step.record["files"]) == 2 and step.saves[0][1] == [sha(b) for b in originals]
     undo(step)  # type: ignore[arg-type]
     assert [Path(config).read_bytes(), Path(line).read_bytes()] == originals
+
+
+def test_a_symlinked_config_is_edited_at_its_target_and_stays_a_link(tmp_path: Path) -> None:
+    real = Path(write(tmp_path, "configs-train.yml", SDXL_DREAMBOOTH))
+    link = tmp_path / "train.yml"
+    link.symlink_to(real.name)
+    [step_action] = planned([str(link)], [CPU_FP32])
+    step = Step(tmp_path, [str(link)])
+    step_action.apply(step)  # type: ignore[arg-type]
+    step_action.confirm()
+    assert link.is_symlink() and os.readlink(link) == real.name
+    assert "mixed_precision: null" in real.read_text(encoding="utf-8")
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".envdoctor-tmp")]  # no temporary file left
+    undo(step)  # type: ignore[arg-type]
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == SDXL_DREAMBOOTH
+
+
+def test_hard_links_mode_and_owner_are_kept(tmp_path: Path) -> None:
+    path = Path(write(tmp_path, "train.yml", SDXL_DREAMBOOTH))
+    other = tmp_path / "train-copy.yml"
+    os.link(path, other)
+    os.chmod(path, 0o664)
+    owner = (1234, 1234) if os.getuid() == 0 else (os.getuid(), os.getgid())  # root hands it to another user first
+    os.chown(path, *owner)
+    [step_action] = planned([str(path)], [CPU_FP32])
+    step = Step(tmp_path, [str(path)])
+    step_action.apply(step)  # type: ignore[arg-type]
+    step_action.confirm()
+    info = os.stat(path)
+    assert os.path.samefile(path, other) and info.st_nlink == 2  # still one file under both names
+    assert "mixed_precision: null" in other.read_text(encoding="utf-8")
+    assert stat.S_IMODE(info.st_mode) == 0o664 and (info.st_uid, info.st_gid) == owner
+    undo(step)  # type: ignore[arg-type]
+    assert other.read_text(encoding="utf-8") == SDXL_DREAMBOOTH and os.path.samefile(path, other)
+
+
+def test_a_rewritten_file_keeps_its_owner_when_root_fixes_it(tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("only root can give a file to another user to begin with")
+    path = Path(write(tmp_path, "train.yml", SDXL_DREAMBOOTH))
+    os.chown(path, 4321, 4321)
+    [step_action] = planned([str(path)], [CPU_FP32])
+    step_action.apply(Step(tmp_path, [str(path)]))  # type: ignore[arg-type]
+    assert (os.stat(path).st_uid, os.stat(path).st_gid) == (4321, 4321)  # replaced by a new file, the same owner

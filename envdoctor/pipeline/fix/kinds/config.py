@@ -171,7 +171,7 @@ class ConfigAction:
             # os.access answers yes to root for any file; a file with no write bit is read-only to envdoctor too
             if not os.access(f.path, os.W_OK) or not os.stat(f.path).st_mode & 0o222:
                 raise FixError("%s is not writable: envdoctor leaves read-only files alone" % f.file)
-            if not os.access(os.path.dirname(f.path) or ".", os.W_OK | os.X_OK):
+            if not os.access(os.path.dirname(os.path.realpath(f.path)) or ".", os.W_OK | os.X_OK):
                 raise FixError("%s: its folder is not writable, so it cannot be replaced safely" % f.file)
         records: List[Dict[str, Any]] = []
         for index, f in enumerate(self.files):
