@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from envdoctor.target.intent import Setting, config_evidence, config_subject
+from envdoctor.target.intent import Setting, config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices, op_fact
 from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.platform.where import TERMINAL, Where
@@ -116,8 +116,7 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Target,
     label = short_dtype(dtype)
     # no GPU here: the CPU build, not GBs of CUDA libraries
     index = None if facts.get("accelerators") else CPU_INDEX
-    # half weights on the CPU run the same missing kernels: they go to fp32 with the precision
-    names = ["precision"] + (["weight_dtype"] if any(s.name == "weight_dtype" for s in asked) else [])
+    names = dtype_names(asked)  # half weights run the same missing kernels
     return (
         config_remedy(FP32_ON_CPU, "precision-fp32", {n: "fp32" for n in names}, when=dict({n: label for n in names}, device="cpu")),
         _use_gpu(env.where, label),

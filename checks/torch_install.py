@@ -198,11 +198,9 @@ def training_device(facts: Dict[str, Any], env: Target) -> List[Finding]:
     wanted = str(setting.value)
     subject = {"device": wanted, "config": {"file": setting.file, "line": setting.line, "key": setting.key, "tool": setting.tool}}
     if wanted.startswith("cuda") and wanted not in seen and not (wanted == "cuda" and gpus):
-        half = bool(intent.asks_dtype("fp16") + intent.asks_dtype("bf16")) if intent else False
-        change = {"device": "cpu", "precision": "fp32"} if half else {"device": "cpu"}
-        remedies = [config_remedy("Train on the CPU: set the config's device to cpu"
-                                  + (" and its precision to fp32 (the CPU lacks fast half kernels)" if half else ""),
-                                  "device-cpu", change, when={"device": wanted}),
+        # the device alone: the half precisions stay where the CPU's kernels run them (fix
+        # checks the config as it would leave it, and cpu-half-kernels condemns what they do not)
+        remedies = [config_remedy("Train on the CPU: set the config's device to cpu", "device-cpu", {"device": "cpu"}, when={"device": wanted}),
                     Remedy("Or run where a GPU is visible (%s)" % gpu_runtime_step(env.where), kind="manual", id="use-gpu")]
         return [Finding(ID, "config-device-missing", Severity.ERROR,
                         "%s asks for %s; this torch sees %s" % (setting.where(), wanted, ", ".join(gpus) if gpus else "no GPU"),

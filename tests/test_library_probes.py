@@ -283,11 +283,12 @@ def test_seed_004s_config_makes_each_failing_fp16_model_an_error_naming_its_line
     assert (clip.subject["model"], clip.subject["part"], clip.subject["device"], clip.subject["mode"]) == ("clip", "text_encoder", "cpu", "fp16")
     remedies = {r.id: r for r in clip.remedies}
     assert list(remedies) == ["precision-bf16", "precision-fp32", "use-gpu", "torch-upgrade"]
-    assert remedies["precision-bf16"].action == {"set": {"precision": "bf16", "weight_dtype": "bf16"},
-                                                 "when": {"device": "cpu", "precision": "fp16", "weight_dtype": "fp16"}}
+    # what asked for the text encoder's fp16 is its weights, which autotrain casts by the same token:
+    # editing that token changes the compute precision with them
+    assert remedies["precision-bf16"].action == {"set": {"weight_dtype": "bf16"}, "when": {"device": "cpu", "weight_dtype": "fp16"}}
     assert remedies["precision-bf16"].summary == ("Use bf16 instead of fp16 (train.yaml:6 `mixed_precision: fp16` → bf16); "
                                                   "measured, CLIPTextModel's bf16 run passes on the CPU")
-    assert remedies["precision-fp32"].action["set"] == {"precision": "fp32", "weight_dtype": "fp32"}
+    assert remedies["precision-fp32"].action["set"] == {"weight_dtype": "fp32"}
     assert remedies["torch-upgrade"].commands == (
         "/home/me/venv/bin/python -m pip install --upgrade torch --index-url https://download.pytorch.org/whl/cpu",)
     unet = findings["UNet2DConditionModel"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.target.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject
+from envdoctor.target.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.remedies.actions import config_remedy, pip_remedy
@@ -127,12 +127,8 @@ def _dtype_settings(settings: Sequence[Setting]) -> List[Setting]:
 
 
 def _set(settings: Sequence[Setting], value: str) -> Dict[str, str]:
-    """The config action: the compute precision to `value`, and the weights too when a weight
-    dtype asked (the tools' edit rules change every fp16 in both places at once)."""
-    action = {"precision": value}
-    if any(s.name == "weight_dtype" for s in settings):
-        action["weight_dtype"] = value
-    return action
+    """The config action: what asked for the half precision goes to `value`."""
+    return {name: value for name in dtype_names(settings)}
 
 
 def _when(run: Dict[str, Any], settings: Sequence[Setting], half: str) -> Dict[str, Any]:

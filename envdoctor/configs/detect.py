@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from typing import List, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
 from envdoctor.configs.document import ConfigError, Document, read_text
 from envdoctor.configs.reading import Format
@@ -73,10 +73,12 @@ def recognise(doc: Document) -> Tuple[int, Optional[Format]]:
     return best if best[0] > 0 else (0, None)
 
 
-def read_config(path: str) -> Intent:
-    """One file's intent. Each parser that reads the text is asked which tool wrote it;
-    a file no parser reads gets the error of the most likely parser (with its line)."""
-    text = read_text(path)
+def read_config(path: str, text: Optional[str] = None) -> Intent:
+    """One file's intent (from `text` when given: the file as a plan would leave it). Each
+    parser that reads the text is asked which tool wrote it; a file no parser reads gets the
+    error of the most likely parser (with its line)."""
+    planned = text
+    text = read_text(path) if planned is None else planned
     likely_error: Optional[ConfigError] = None
     for index, syntax in enumerate(syntax_order(path, text)):
         parser = importlib.import_module(PARSERS[syntax])
@@ -87,12 +89,13 @@ def read_config(path: str) -> Intent:
             continue
         _score, fmt = recognise(doc)
         if fmt is not None:
-            return Intent(sources=(ConfigSource(path, fmt.tool, doc.syntax, fmt.label(doc)),), settings=tuple(fmt.read(doc)))
+            return Intent(sources=(ConfigSource(path, fmt.tool, doc.syntax, fmt.label(doc), planned),), settings=tuple(fmt.read(doc)))
     if likely_error is not None:  # e.g. a TOML file with a duplicate key also "parses" as one YAML string
         raise likely_error
     raise ConfigError(path, "unknown layout: not a config of OneTrainer, autotrain-advanced, kohya, accelerate or axolotl, "
                             "nor an `accelerate launch` line")
 
 
-def read_configs(paths: List[str]) -> Intent:
-    return merge([read_config(p) for p in paths])
+def read_configs(paths: List[str], texts: Optional[Mapping[str, str]] = None) -> Intent:
+    """The files' intent; a file in `texts` is read from there instead of the disk."""
+    return merge([read_config(p, (texts or {}).get(p)) for p in paths])

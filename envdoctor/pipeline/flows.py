@@ -9,6 +9,7 @@ plan and answers whether to apply it, apply a `say` for its lines.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -90,11 +91,14 @@ def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Pl
     from envdoctor.pipeline.fix.apply import apply_plan
     from envdoctor.pipeline.fix.journal import Journal, state_dir
     from envdoctor.pipeline.fix.lock import hold
-    from envdoctor.pipeline.fix.plan import make_plan
+    from envdoctor.pipeline.fix.plan import close_over, make_plan
     from envdoctor.target.platform.kernel import kernel_state
 
     report = check(request, progress)
     plan = make_plan(report, prefer=prefer, only=request.only)
+    # what the plan's own config edits would make wrong is planned too, from a check of the
+    # configs as it leaves them (every probe, on the real stack)
+    close_over(plan, lambda texts: check(dataclasses.replace(request, config_texts=dict(texts))), prefer, request.only)
     done = FixRun(report, plan)
     if plan.empty or not plan.applicable or not on_plan(plan):
         return done

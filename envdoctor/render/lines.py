@@ -23,6 +23,8 @@ def plan_lines(plan: Dict[str, Any]) -> List[str]:
         tag = step["kind"] if step.get("applies") else "manual"
         chosen = " (--prefer)" if step.get("preferred") else ""
         out.append("%d. [%s] %s  (%s)%s" % (step["number"], tag, remedy["summary"], remedy.get("id") or "-", chosen))
+        if step.get("consequence"):
+            out.append("   needed after the edits above: the config as they leave it was checked again")
         for finding in step.get("findings") or ():
             mark = SEVERITY_MARK[Severity(finding["severity"])][0]
             out.append("   for %s %s: %s" % (mark, finding["check"], finding["title"]))

@@ -10,7 +10,7 @@ Stdlib only, Python 3.8+: rules import it, and the worker may load the modules t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # The setting names and envdoctor's vocabulary for their values (each reader translates
@@ -126,9 +126,11 @@ class ConfigSource:
     tool: str
     syntax: str  # "json", "yaml", "toml", "shell"
     label: str = ""  # "OneTrainer config (__version 9)", "OneTrainer preset"
+    # the text read when it is not the file's (the file as a plan would leave it); never shown
+    text: Optional[str] = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "text"}
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,12 @@ def merge(intents: Sequence[Intent]) -> Intent:
         sources=tuple(s for i in intents for s in i.sources),
         settings=tuple(s for i in intents for s in i.settings),
     )
+
+
+def dtype_names(asked: Sequence[Setting]) -> List[str]:
+    """The names a precision edit changes: those of the settings that asked for the dtype
+    (fp16 weights go to fp32, a bf16 precision beside them stays), "precision" when none did."""
+    return [n for n in ("precision", "weight_dtype") if any(s.name == n for s in asked)] or ["precision"]
 
 
 def config_evidence(intent: Optional[Intent], asked: Sequence[Setting]) -> Tuple[str, ...]:

@@ -30,6 +30,7 @@ class CheckRequest:
     default_config: bool = True  # False (--no-config): not even accelerate's default config
     quick: bool = False  # --quick: skip the checks that import the training libraries
     environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
+    config_texts: Dict[str, str] = field(default_factory=dict)  # config -> its text as a plan leaves it, read instead of the file
 
 
 # The longest --timeout: a day. Waits take it in seconds, and the clocks they use overflow on `inf` or 1e300.

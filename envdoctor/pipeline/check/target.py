@@ -59,7 +59,7 @@ def read_intent(request: CheckRequest, environ: Optional[Dict[str, str]] = None)
 
     if request.configs:
         try:
-            return read_configs(list(request.configs)), []
+            return read_configs(list(request.configs), request.config_texts), []
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
     if not request.default_config:
@@ -70,7 +70,7 @@ def read_intent(request: CheckRequest, environ: Optional[Dict[str, str]] = None)
     if not found:
         return None, []
     try:
-        return read_configs([found]), []
+        return read_configs([found], request.config_texts), []
     except ConfigError as exc:
         return None, ["accelerate's default config was not read: %s" % exc]
 

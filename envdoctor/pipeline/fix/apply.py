@@ -123,7 +123,7 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
         return outcome
     run.set_status("applied")
     applied = [s for s in steps if s.number in outcome.applied]
-    say("verifying: re-running %s" % ", ".join(plan.checks()))
+    say("verifying: re-running %s" % ", ".join(plan.ran))
     try:
         after = run_check(request_for(request, plan, _variables(applied)))
     except BaseException as exc:
@@ -133,7 +133,7 @@ def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optiona
             raise
         return outcome
     outcome.after = after
-    outcome.verdicts = verdicts(applied, after)
+    outcome.verdicts = verdicts(plan, applied, after)
     outcome.also_gone = gone([f for s in plan.steps if s.action is None for f in s.findings] + plan.unresolved, after)
     not_fixed = [v.number for v in outcome.verdicts if not v.fixed]
     for number in not_fixed:

@@ -9,8 +9,9 @@ listed as having no remedy), and is never "applied".
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from envdoctor.pipeline.fix.action import Action, NotApplicable, kind_module
 from envdoctor.pipeline.fix.choose import Choice, actionable, choose, merge_actions, prefer_matches
@@ -28,6 +29,7 @@ class Step:
     passed_over: List[Tuple[Remedy, str]] = field(default_factory=list)
     action: Optional[Action] = None  # None: a manual step, shown and never applied
     preferred: bool = False
+    consequence: bool = False  # planned for what the earlier steps' config edits would make wrong
 
     @property
     def checks(self) -> List[str]:
@@ -39,6 +41,7 @@ class Step:
             "kind": self.kind,
             "remedy": self.remedy.to_dict(),
             "preferred": self.preferred,
+            "consequence": self.consequence,
             "applies": self.action is not None,
             "lines": self.action.lines() if self.action is not None else list(self.remedy.commands),
             "change": self.action.to_dict() if self.action is not None else None,
@@ -55,6 +58,9 @@ class Plan:
     target: Target  # the run's, from the report planned from
     ran: List[str] = field(default_factory=list)  # the checks that ran (not skipped) in the report planned from
     unmatched: List[str] = field(default_factory=list)  # --prefer keys that no finding's remedy answers
+    # (check, code) of the error and warning findings planned from: one that appears, or rises
+    # from a note to an error, after the plan's edits is new
+    seen: Set[Tuple[str, str]] = field(default_factory=set)
 
     @property
     def applicable(self) -> List[Step]:
@@ -65,9 +71,16 @@ class Plan:
         return not self.steps and not self.unresolved
 
     def checks(self) -> List[str]:
-        """The checks whose findings the plan answers: what verification re-runs."""
+        """The checks whose findings the plan answers."""
         found = [c for s in self.steps for c in s.checks] + [f.check for f in self.unresolved]
         return list(dict.fromkeys(found))
+
+    def planned_texts(self) -> Dict[str, str]:
+        """Each config file the plan edits -> its text after the plan's last edit of it."""
+        texts: Dict[str, str] = {}
+        for step in self.applicable:
+            texts.update({f.file: f.after for f in getattr(step.action, "files", ())})
+        return texts
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -79,21 +92,66 @@ class Plan:
 
 def make_plan(report: Report, prefer: Sequence[str] = (), only: Sequence[str] = ()) -> Plan:
     target = report.target
-    findings = [f for f in actionable(report.findings) if not only or f.check in only]
+    findings = _wanted(report, only)
+    steps = _steps(choose([f for f in findings if f.remedies], prefer, _applicability(target)))
+    _prepare(steps, target)
+    ran = [c.id for c in report.checks if c.status is not Status.SKIPPED]
+    offered = [r.id for f in findings for r in f.remedies]
+    unmatched = [key for key in prefer if not any(prefer_matches(rid, key) for rid in offered)]
+    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], target=target, ran=ran, unmatched=unmatched,
+                seen={(f.check, f.code) for f in actionable(report.findings)})
 
+
+def extend_plan(plan: Plan, after: Report, texts: Mapping[str, str], prefer: Sequence[str] = (), only: Sequence[str] = ()) -> bool:
+    """Add to `plan` the steps for what its own config edits would make wrong. `after` is the
+    check of the configs as the plan leaves them (`texts`, the planned text of each file), and
+    each new step is prepared against those texts. False: nothing new."""
+    new = [f for f in _wanted(after, only) if (f.check, f.code) not in plan.seen]
+    plan.seen |= {(f.check, f.code) for f in actionable(after.findings)}
+    if not new:
+        return False
+    target = after.target
+    if target.intent is not None:  # the report's intent came back from JSON without the texts it was read from
+        sources = tuple(dataclasses.replace(s, text=texts.get(s.file)) for s in target.intent.sources)
+        target = dataclasses.replace(target, intent=dataclasses.replace(target.intent, sources=sources))
+    added = _steps(choose([f for f in new if f.remedies], prefer, _applicability(target)))
+    _prepare(added, target)
+    for number, step in enumerate(added, len(plan.steps) + 1):
+        step.number, step.consequence = number, True
+    plan.steps += added
+    plan.unresolved += [f for f in new if not f.remedies]
+    return True
+
+
+# How many times the plan is checked again after its own edits: a round adds steps only for
+# findings no earlier round had, so two settle every rule here; the third is a margin.
+CONSEQUENCE_ROUNDS = 3
+
+
+def close_over(plan: Plan, check_planned: Callable[[Mapping[str, str]], Report], prefer: Sequence[str] = (),
+               only: Sequence[str] = ()) -> None:
+    """Plan what the plan's own config edits would make wrong: `check_planned(texts)` checks
+    the configs as the plan leaves them (a device moved to the CPU keeps an fp16 the CPU
+    cannot run). Only config edits change the intent; packages are proven once installed."""
+    for _ in range(CONSEQUENCE_ROUNDS):
+        texts = plan.planned_texts()
+        if not texts or not extend_plan(plan, check_planned(texts), texts, prefer, only):
+            return
+
+
+def _wanted(report: Report, only: Sequence[str]) -> List[Finding]:
+    return [f for f in actionable(report.findings) if not only or f.check in only]
+
+
+def _applicability(target: Target) -> Callable[[Remedy], Optional[str]]:
+    """Why a remedy cannot be applied to this target (None: it can), asked of its kind."""
     def why_not(remedy: Remedy) -> Optional[str]:
         if remedy.kind == MANUAL.name or remedy.kind not in KINDS:
             return "a manual step"
         (prepared,) = kind_module(remedy.kind).prepare_steps([remedy.action], target)
         return str(prepared) if isinstance(prepared, NotApplicable) else None
 
-    choices = choose([f for f in findings if f.remedies], prefer, why_not)
-    steps = _steps(choices)
-    _prepare(steps, target)
-    ran = [c.id for c in report.checks if c.status is not Status.SKIPPED]
-    offered = [r.id for f in findings for r in f.remedies]
-    unmatched = [key for key in prefer if not any(prefer_matches(rid, key) for rid in offered)]
-    return Plan(steps=steps, unresolved=[f for f in findings if not f.remedies], target=target, ran=ran, unmatched=unmatched)
+    return why_not
 
 
 def _steps(choices: Sequence[Choice]) -> List[Step]:

@@ -1,22 +1,24 @@
-"""Proof that a fix worked: the checks that produced the findings run again, in a fresh
-worker, on the files as they are now and with the step's variables set; a step is fixed
-when none of its findings comes back at warning or error."""
+"""Proof that a fix worked: every check that ran before runs again, in a fresh worker, on the
+files as they are now and with the steps' variables set (a changed field or package can turn
+any check, not only the ones that asked for the change). A step is fixed when none of its
+findings comes back at warning or error and nothing new appears that it can have caused."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.pipeline.fix.choose import actionable
 from envdoctor.pipeline.fix.plan import Plan, Step
-from envdoctor.target.model import CheckResult, Finding, Report, Status
+from envdoctor.target.model import CheckResult, Finding, Report, Severity, Status
 
 BROKEN = (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED)
 
-# Checks whose verdict a fix of another check's finding changes, re-run with it: without
-# apex, transformers builds T5 with its own T5LayerNorm, which library-probes shows.
+# Checks whose verdict a fix of another check's finding changes, shown in its evidence:
+# without apex, transformers builds T5 with its own T5LayerNorm, which library-probes shows.
 AFFECTS = {"apex": ("library-probes",)}
 
 
@@ -31,16 +33,14 @@ class Verdict:
 
 
 def request_for(request: CheckRequest, plan: Plan, environ: Dict[str, Optional[str]]) -> CheckRequest:
-    """The original request narrowed to the plan's checks (and those they affect, where the
-    first run had them), with the env steps' variables."""
-    ran = set(plan.ran)
-    checks = plan.checks() + [a for c in plan.checks() for a in AFFECTS.get(c, ()) if a in ran]
-    return dataclasses.replace(request, only=list(dict.fromkeys(checks)), skip=(), environ=dict(request.environ, **environ))
+    """The original request with every check the first run ran, and the env steps' variables."""
+    return dataclasses.replace(request, only=list(plan.ran), skip=(), environ=dict(request.environ, **environ))
 
 
-def verdicts(steps: Sequence[Step], after: Report) -> List[Verdict]:
+def verdicts(plan: Plan, steps: Sequence[Step], after: Report) -> List[Verdict]:
     results = {c.id: c for c in after.checks}
     still = actionable(after.findings)
+    caused = new_findings(plan, steps, after)
     out = []
     for step in steps:
         wanted = {(f.check, f.code) for f in step.findings}
@@ -49,8 +49,34 @@ def verdicts(steps: Sequence[Step], after: Report) -> List[Verdict]:
         shown = step.checks + [a for c in step.checks for a in AFFECTS.get(c, ())]
         evidence = [_check_line(results[c]) for c in dict.fromkeys(shown) if c in results]
         evidence += ["still: %s" % f.title for f in back]
-        out.append(Verdict(step.number, not back and not broken, evidence))
+        evidence += ["new since the fix: %s: %s" % (f.check, f.title) for f in caused.get(step.number, ())]
+        out.append(Verdict(step.number, not back and not broken and not caused.get(step.number), evidence))
     return out
+
+
+def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Dict[int, List[Finding]]:
+    """Error findings the first run did not have, by the applied steps that can have caused
+    them: the steps that edited the config a finding names; for one that names no config,
+    the steps that changed packages or variables (else every step)."""
+    new = [f for f in after.findings if f.severity is Severity.ERROR and (f.check, f.code) not in plan.seen]
+    out: Dict[int, List[Finding]] = {}
+    for finding in new:
+        config = (finding.subject or {}).get("config") or {}
+        named = _config_path(config.get("file"))
+        editors = [s for s in steps if named is not None and named in _edited(s)]
+        if not editors and named is None:
+            editors = [s for s in steps if not _edited(s)] or list(steps)
+        for step in editors or steps:
+            out.setdefault(step.number, []).append(finding)
+    return out
+
+
+def _edited(step: Step) -> List[str]:
+    return [os.path.realpath(f.path) for f in getattr(step.action, "files", ())]
+
+
+def _config_path(file: Any) -> Optional[str]:
+    return os.path.realpath(file) if isinstance(file, str) and file else None
 
 
 def gone(findings: Sequence[Finding], after: Report) -> List[Finding]:

@@ -297,7 +297,9 @@ def _prepare_one(action: Mapping[str, Any], sources: Sequence[ConfigSource], tex
 
 def _read(source: ConfigSource, texts: Dict[str, str]) -> _Read:
     try:
-        text = texts[source.file] if source.file in texts else read_text(source.file)
+        # the text the earlier steps leave, else the one the intent was read from, else the file's
+        text = texts.get(source.file, source.text)
+        text = read_text(source.file) if text is None else text
         doc = importlib.import_module(PARSERS[source.syntax]).parse(source.file, text)
     except ConfigError as exc:
         raise NotApplicable("%s cannot be read now: %s" % (source.file, exc.message)) from None
