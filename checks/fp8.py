@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from envdoctor.target.intent import config_evidence, config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.gpus import capability_tuple, identity
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.text import error_text
-from envdoctor.target.remedies.actions import pip_remedy
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "fp8"
 FLOAT8 = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu")
@@ -39,6 +40,22 @@ def _scaled_mm_ref(torch: Any, f8: Any) -> Any:
     return a @ b
 
 
+# The float8 training backends accelerate hands `mixed_precision: fp8` to (its fp8_config
+# `backend`: TE, MSAMP, AO; accelerate docs "Low precision training methods"), by the module
+# each installs. Without one, Accelerator(mixed_precision="fp8") stops at start.
+FP8_BACKENDS = {"transformer_engine": "TransformerEngine", "msamp": "MS-AMP", "torchao": "torchao"}
+
+
+def _installed(module: str) -> bool:
+    """The module can be found, without importing it (TransformerEngine's import loads CUDA)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     present = [name for name in FLOAT8 if hasattr(torch, name)]
     facts: Dict[str, Any] = {
@@ -48,6 +65,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "devices": [],
         "ops": [],
         "promote_types": [],
+        "backends": [m for m in FP8_BACKENDS if _installed(m)],
     }
     if not present:
         return facts
@@ -115,11 +133,67 @@ def _cast_wrong(fact: Dict[str, Any]) -> bool:
     return isinstance(err, str) or float(err) > CAST_TOLERANCE.get(fact.get("dtype", ""), 0.2)
 
 
+def fp8_weights(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    """fp8 weights (OneTrainer FLOAT_8, kohya fp8_base) need torch's float8 dtypes (2.1+)."""
+    asked = env.intent.asks("weight_dtype", "fp8") if env.intent is not None else []
+    if not asked or facts.get("dtypes"):
+        return []
+    version = facts.get("torch", "?")
+    # bf16 where the run has it (a bf16 GPU, or the CPU, which fix checks again), fp16 on other GPUs
+    fallback = "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
+    return [Finding(ID, "config-fp8-weights-no-float8", Severity.ERROR,
+                    "%s asks for fp8 weights; torch %s has no float8 dtypes" % (asked[0].where(), version),
+                    config_evidence(env.intent, asked) + ("torch %s has none of %s" % (version, ", ".join(MAIN_FLOAT8)),),
+                    (config_remedy("Load those weights in %s instead" % fallback, "weights-" + fallback, {"weight_dtype": fallback},
+                                   when={"weight_dtype": "fp8"}),
+                     pip_remedy("Or upgrade torch: float8 dtypes came in torch 2.1", "torch-upgrade", env, upgrade=["torch"])),
+                    dict(config_subject(asked), dtype="fp8"))]
+
+
+def fp8_training(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    """A config that computes in fp8 (accelerate `mixed_precision: fp8`, axolotl `fp8: true`)
+    needs a GPU whose fp8 matmul ran here, and a float8 backend installed."""
+    asked = env.intent.asks("precision", "fp8") if env.intent is not None else []
+    if not asked:
+        return []
+    setting = asked[0]
+    ops = facts.get("ops") or []
+    able = [d for d in facts.get("devices") or () if d.get("fp8_matmul_hardware")
+            and any(o["op"] == "_scaled_mm" and o["device"] == d["id"] and o.get("ok") for o in ops)]
+    evidence = config_evidence(env.intent, asked)
+    subject = dict(config_subject(asked), precision="fp8")
+    if not able:
+        gpus = [d for d in facts.get("devices") or () if "capability" in d]
+        seen = ", ".join("%s (%s, compute capability %s)" % (d["id"], d.get("name"), d["capability"]) for d in gpus) or "no CUDA GPU"
+        why = "torch %s has no float8 dtypes" % facts.get("torch", "?") if not facts.get("dtypes") else "fp8 matmul ran on no device here"
+        # bf16 where each GPU has it natively, else fp16; the CPU keeps bf16, which fix checks
+        # again against the CPU's measured kernels
+        fallback = "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
+        return [Finding(ID, "config-fp8-unsupported", Severity.ERROR,
+                        "%s asks for fp8 mixed precision; %s" % (setting.where(), why),
+                        evidence + ("devices: %s" % seen, "fp8 matmul (torch._scaled_mm) needs compute capability 8.9 or newer (Ada, Hopper, Blackwell)"),
+                        (config_remedy("Compute in %s instead: accelerate `mixed_precision: %s`, axolotl `%s: true`" % (fallback, fallback, fallback),
+                                       "precision-" + fallback, {"precision": fallback}, when={"precision": "fp8"}),
+                         Remedy("Or train on an Ada, Hopper or Blackwell GPU (L4, L40S, RTX 4090, H100, B200), where fp8 matmul runs",
+                                kind="manual", id="use-fp8-gpu")),
+                        subject)]
+    if not facts.get("backends"):
+        return [Finding(ID, "config-fp8-no-backend", Severity.ERROR,
+                        "%s asks for fp8 mixed precision; no float8 backend is installed (%s)" % (setting.where(), ", ".join(FP8_BACKENDS.values())),
+                        evidence + ("fp8 matmul runs on %s" % ", ".join(d["id"] for d in able),),
+                        (pip_remedy("Install torchao, the float8 backend that needs no build (accelerate fp8_config backend: AO)",
+                                    "torchao-install", env, install=["torchao"]),
+                         config_remedy("Or compute in bf16: accelerate `mixed_precision: bf16`", "precision-bf16", {"precision": "bf16"},
+                                       when={"precision": "fp8"})),
+                        subject)]
+    return []
+
+
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
-    findings: List[Finding] = []
+    findings: List[Finding] = fp8_weights(facts, env) + fp8_training(facts, env)
     version = facts.get("torch", "?")
     if not facts.get("dtypes"):
-        return [
+        return findings + [
             Finding(ID, "no-float8", Severity.INFO, "no float8 dtypes in this torch (%s)" % version,
                     ("torch %s has none of %s" % (version, ", ".join(MAIN_FLOAT8)),),
                     (pip_remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", "torch-upgrade", env,
