@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import json
@@ -126,6 +127,8 @@ def codes(findings: List[Any]) -> List[str]:
 _EMPTY_HF_HOME = tempfile.mkdtemp(prefix="envdoctor-tests-hf-home-")
 # `fix` journals its runs here, never in the developer's own state folder
 _STATE_DIR = tempfile.mkdtemp(prefix="envdoctor-tests-state-")
+for _folder in (_EMPTY_HF_HOME, _STATE_DIR):  # each xdist worker makes its own: none stays behind
+    atexit.register(shutil.rmtree, _folder, True)
 
 
 def run_envdoctor(

@@ -1,0 +1,19 @@
+accelerate launch train_dreambooth_lora_ideogram4.py \
+  --pretrained_model_name_or_path="Disty0/Ideogram-4-SDNQ-FP8" \
+  --do_fp8_training \
+  --dataset_name="Norod78/Yarn-art-style" \
+  --output_dir="trained-ideogram4-lora-fp8" \
+  --instance_prompt="$INSTANCE_PROMPT" \
+  --resolution=1024 \
+  --train_batch_size=1 \
+  --gradient_accumulation_steps=4 \
+  --gradient_checkpointing \
+  --rank=16 \
+  --optimizer="adamw" \
+  --learning_rate=1e-4 \
+  --lr_scheduler="constant" \
+  --lr_warmup_steps=0 \
+  --max_train_steps=500 \
+  --mixed_precision="bf16" \
+  --disable_training_autocast \
+  --seed="0"
