@@ -412,3 +412,41 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if grouped and not all("@" in item.nodeid for item in grouped):
         raise pytest.UsageError("xdist_group tests are not grouped: run with `--dist loadgroup` "
                                 "(and a pytest that pytest-xdist can tag: pytest<9 with pytest-xdist 3.8)")
+
+
+BROKEN_BACKEND = """
+import os
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    folder = os.path.join(metadata_directory, "{dist}-{version}.dist-info")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n")
+    return "{dist}-{version}.dist-info"
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise RuntimeError("{name} cannot be built")
+"""
+
+
+def broken_build_project(folder: Path, name: str, version: str) -> Path:
+    """A real project whose metadata builds (pip resolves it, its dry run passes) and whose wheel
+    build fails: a failure only the install itself meets."""
+    folder.mkdir(parents=True)
+    (folder / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "broken_backend"\nbackend-path = ["."]\n')
+    (folder / "broken_backend.py").write_text(BROKEN_BACKEND.format(name=name, dist=name.replace("-", "_"), version=version))
+    (folder / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
+    return folder
+
+
+def broken_build_links(folder: Path, name: str, version: str) -> Path:
+    """A folder for PIP_FIND_LINKS offering only that project, as an sdist."""
+    import tarfile
+
+    source = broken_build_project(folder / "src" / ("%s-%s" % (name, version)), name, version)
+    with tarfile.open(folder / ("%s-%s.tar.gz" % (name, version)), "w:gz") as archive:
+        archive.add(source, arcname=source.name)
+    return folder

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
-from conftest import IMPOSTOR_APEX, run_envdoctor
+from conftest import IMPOSTOR_APEX, broken_build_links, run_envdoctor
 
 SEED_004 = (  # seed 004: autotrain-advanced SDXL DreamBooth, fp16, on a CPU runtime (torch 2.0.1 there)
     "task: dreambooth\r\n"
@@ -368,27 +368,30 @@ def test_kill_9_during_the_pip_step_leaves_no_pip_and_undo_gives_back_the_enviro
 def test_a_pip_step_failing_midway_is_rolled_back_alone_and_the_independent_steps_stay(impostor_apex_python: Path,
                                                                                        tmp_path: Path) -> None:
     """Three steps, least invasive first: the config's device (cuda on a machine without a GPU) → cpu, apex
-    uninstalled, numpy installed. Offline the numpy install fails: it alone is rolled back; the config edit and
-    the apex uninstall do not build on it, were verified and stay (exit 1, the summary says which). `undo`
-    then reverts what was kept: every file and `pip freeze` as before."""
+    uninstalled, numpy installed. The only numpy on offer resolves (pip's dry run at plan time passes) but its
+    build fails: that step alone is rolled back; the config edit and the apex uninstall do not build on it,
+    were verified and stay (exit 1, the summary says which). `undo` then reverts what was kept: every file
+    and `pip freeze` as before."""
     train = write(tmp_path / "train.json", ONETRAINER_DORA_FP8.replace('"train_device": "cpu"', '"train_device": "cuda"'))
     config_before = train.read_bytes()
     state = tmp_path / "state"
     before = freeze(impostor_apex_python)
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(broken_build_links(tmp_path / "links", "numpy", "99.0"))}
     result = fix_json("--yes", "--python", str(impostor_apex_python), "--config", str(train), "--only", "torch-install,apex",
-                      state=state, env={"PIP_NO_INDEX": "1"}, code=1)
+                      state=state, env=offline, code=1)
     kinds = [(s["kind"], s["remedy"]["id"]) for s in result["plan"]["steps"]]
     assert kinds[:3] == [("config", "device-cpu"), ("pip", "apex-uninstall"), ("pip", "numpy-install")], kinds
     outcome = result["outcome"]
     assert outcome["status"] == "partly-verified" and outcome["applied"] == [1, 2] and outcome["kept"] == [1, 2]
     assert [d["step"] for d in outcome["dropped"]] == [3]
     assert outcome["failure"].startswith("step 3 (pip): ") and "numpy" in outcome["failure"]
+    assert result["plan"]["steps"][2]["change"]["resolved"] == {"numpy": "99.0"}
     assert [(v["step"], v["fixed"]) for v in outcome["verified"]] == [(1, True), (2, True)]
     assert json.loads(train.read_text(encoding="utf-8"))["train_device"] == "cpu"
     assert "apex==" not in freeze(impostor_apex_python)
     listing = envdoctor("undo", "--list", state=state, code=0).stdout
     assert "partly-verified" in listing
-    envdoctor("undo", state=state, env={"PIP_NO_INDEX": "1"}, code=0)
+    envdoctor("undo", state=state, env=offline, code=0)
     assert train.read_bytes() == config_before
     assert freeze(impostor_apex_python) == before
 
@@ -424,6 +427,43 @@ def test_onetrainer_half_weights_on_the_cpu_go_to_fp32_with_the_precision(old_to
     assert len(changed_lines(ONETRAINER_FP16, train.read_text(encoding="utf-8"))) == 3
     envdoctor("undo", state=state, code=0)
     assert train.read_text(encoding="utf-8") == ONETRAINER_FP16
+
+
+# A OneTrainer config forced onto a GPU this machine lacks: bf16 compute, fp16 U-Net, bf16 text encoder.
+CUDA_MIXED = (
+    '{\n    "__version": 9,\n    "train_device": "cuda",\n    "train_dtype": "BFLOAT_16",\n'
+    '    "unet": {"weight_dtype": "FLOAT_16", "train": true},\n'
+    '    "text_encoder": {"weight_dtype": "BFLOAT_16", "train": false},\n'
+    '    "vae": {"weight_dtype": "FLOAT_32"}\n}\n'
+)
+
+
+@pytest.mark.slow
+def test_moving_to_the_cpu_plans_fp32_for_the_fp16_the_cpu_cannot_run_and_keeps_the_bf16_it_can(old_torch_python: Path,
+                                                                                                 tmp_path: Path) -> None:
+    """torch 2.0.1 has no CPU fp16 kernels but runs bf16 (measured): the device edit alone would
+    leave an fp16 U-Net there, so the plan, checked again as it would leave the config, adds that."""
+    train = write(tmp_path / "onetrainer.json", CUDA_MIXED)
+    state = tmp_path / "state"
+    python = ("--python", str(old_torch_python), "--config", str(train))
+    steps = fix_json(*python, state=state, code=1)["plan"]["steps"]
+    assert [(s["remedy"]["id"], s["consequence"]) for s in steps] == [("device-cpu", False), ("precision-fp32", True)]
+    assert steps[1]["findings"][0]["check"] == "cpu-half-kernels"
+    result = fix_json("--yes", *python, state=state, code=0)
+    assert result["outcome"]["status"] == "verified"
+    data = json.loads(train.read_text(encoding="utf-8"))
+    assert (data["train_device"], data["train_dtype"], data["unet"]["weight_dtype"], data["text_encoder"]["weight_dtype"]) == \
+        ("cpu", "BFLOAT_16", "FLOAT_32", "BFLOAT_16")
+    envdoctor("undo", state=state, code=0)
+    assert train.read_text(encoding="utf-8") == CUDA_MIXED
+
+
+def test_moving_to_a_cpu_that_runs_both_halves_changes_the_device_alone(tmp_path: Path) -> None:
+    """torch 2.13 runs fp16 and bf16 on this CPU (measured): nothing but the device is condemned."""
+    train = write(tmp_path / "onetrainer.json", CUDA_MIXED)
+    [step] = fix_json("--config", str(train), state=tmp_path / "state", code=1)["plan"]["steps"]
+    assert step["remedy"]["id"] == "device-cpu"
+    assert [(e["old"], e["new"]) for f in step["change"]["files"] for e in f["edits"]] == [('"cuda"', '"cpu"')]
 
 
 @pytest.mark.slow

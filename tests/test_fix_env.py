@@ -73,14 +73,23 @@ def test_a_hidden_gpu_is_fixed_by_unsetting_the_variable() -> None:
     assert plan.checks() == ["cuda-compat"]
 
 
-def test_a_cpu_only_torch_on_a_gpu_machine_gets_the_build_for_its_driver() -> None:
-    """A T4 with driver 535 and a CPU wheel (recorded facts): the pip step installs the CUDA
-    build that driver runs, from its index, as the torch remedy it is."""
+def test_a_cpu_only_torch_on_a_gpu_machine_gets_the_build_for_its_driver_resolved_before_anything_changes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A T4 with driver 535 and a CPU wheel (recorded facts): the step installs the CUDA build
+    that driver runs, from its index. pip resolves it at plan time; with that index out of reach
+    (a proxy that answers nothing) or a conflict, the plan says why in one line and shows
+    the command as a manual step instead of applying one that cannot work."""
+    for variable in ("HTTPS_PROXY", "https_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")
+    monkeypatch.setenv("PIP_RETRIES", "0")
     plan = make_plan(report_of("cuda-compat", "cuda-compat-cpu-torch-t4-driver-535.json"))
     (step,) = plan.steps
-    assert step.kind == "pip" and step.remedy.id == "torch-cuda-wheel"
-    assert step.action is not None
-    assert step.action.lines() == ["%s -m pip install torch==2.13.0+cu126 --index-url https://download.pytorch.org/whl/cu126" % sys.executable]
+    assert step.kind == "manual" and step.remedy.id == "torch-cuda-wheel"
+    [command] = step.remedy.commands
+    assert command.endswith(" -m pip install torch==2.13.0+cu126 --index-url https://download.pytorch.org/whl/cu126"), command
+    [(_, why)] = step.passed_over
+    # from here: "cannot reach download.pytorch.org", or the conflict pip names with this machine's own constraints
+    assert why.startswith("pip cannot install torch: ") and "\n" not in why and "for help visit" not in why, why
 
 
 def test_a_remedy_that_cannot_apply_here_is_shown_with_why() -> None:

@@ -14,44 +14,18 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
-from conftest import IMPOSTOR_APEX, pip_install
+from conftest import IMPOSTOR_APEX, broken_build_project, pip_install
 
 from envdoctor.pipeline.fix import stash
 from envdoctor.pipeline.fix.action import FixError, NotApplicable
 from envdoctor.pipeline.fix.journal import Journal, JournalStep
-from envdoctor.pipeline.fix.kinds.pip import PipAction, prepare
+from envdoctor.pipeline.fix.kinds.pip import PipAction, pip_version, prepare
 from envdoctor.pipeline.fix.undo import undo_run
 from envdoctor.target.model import Target
 from envdoctor.target.remedies.actions import pip_action
 from envdoctor.target.remedies.commandline import pip_commands
 
 pytestmark = [pytest.mark.slow, IMPOSTOR_APEX]  # they change the impostor venv, and undo
-
-# A project whose metadata pip can prepare offline (so the --dry-run passes) but whose build
-# fails: an install that stops after the action's uninstall already ran.
-BROKEN_BACKEND = '''
-import os
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
-    folder = os.path.join(metadata_directory, "envdoctor_broken-1.0.dist-info")
-    os.makedirs(folder)
-    with open(os.path.join(folder, "METADATA"), "w") as f:
-        f.write("Metadata-Version: 2.1\\nName: envdoctor-broken\\nVersion: 1.0\\n")
-    return "envdoctor_broken-1.0.dist-info"
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    raise RuntimeError("envdoctor-broken cannot be built")
-'''
-BROKEN_PYPROJECT = '''
-[build-system]
-requires = []
-build-backend = "broken_backend"
-backend-path = ["."]
-'''
-
 
 @pytest.fixture()
 def target(impostor_apex_python: Path) -> Path:
@@ -123,10 +97,16 @@ def test_uninstall_apex_then_undo_offline(target: Path, tmp_path: Path, monkeypa
     assert Journal(tmp_path / "state").runs()[-1].status == "undone"
 
 
-def test_install_of_a_missing_requirement_fails_and_undoes(target: Path, tmp_path: Path, offline: None) -> None:
+def test_a_missing_requirement_is_refused_at_plan_time_and_at_apply_time_undone(target: Path, tmp_path: Path, offline: None) -> None:
+    """pip's dry run at plan time finds no such distribution: the step is not applicable, in one
+    line. Prepared earlier (its index gone since), the same step fails at apply and undoes."""
     before = freeze(target)
-    action = prepare(pip_action(env_of(target), install=["envdoctor-no-such-dist==1.0"]), str(target))
-    assert action.action["constraints"] == ["torch==2.13.0+cpu"]
+    wanted = pip_action(env_of(target), install=["envdoctor-no-such-dist==1.0"])
+    assert wanted["constraints"] == ["torch==2.13.0+cpu"]
+    with pytest.raises(NotApplicable, match=r"^pip cannot install envdoctor-no-such-dist: .*envdoctor-no-such-dist") as refused:
+        prepare(wanted, str(target))
+    assert "\n" not in str(refused.value)
+    action = PipAction(action=wanted, python=str(target), pip=pip_version(str(target)))
     step = start(tmp_path, action)
     with pytest.raises(FixError, match="envdoctor-no-such-dist") as caught:
         action.apply(step)
@@ -142,22 +122,22 @@ def test_an_index_that_cannot_be_reached_is_said_so(target: Path, tmp_path: Path
     monkeypatch.setenv("PIP_TIMEOUT", "5")
     before = freeze(target)
     # a name no local wheel folder (PIP_FIND_LINKS) can answer: pip has to ask the index
-    wanted = "envdoctor-no-such-dist==1.0"
-    action = prepare(pip_action(env_of(target), install=[wanted], index_url="http://127.0.0.1:9/simple"), str(target))
+    wanted = pip_action(env_of(target), install=["envdoctor-no-such-dist==1.0"], index_url="http://127.0.0.1:9/simple")
+    with pytest.raises(NotApplicable) as refused:  # at plan time, before anything changes
+        prepare(wanted, str(target))
+    assert str(refused.value).startswith("pip cannot install envdoctor-no-such-dist: cannot reach 127.0.0.1: "), refused.value
+    action = PipAction(action=wanted, python=str(target), pip=pip_version(str(target)))  # planned while the index answered
     step = start(tmp_path, action)
     with pytest.raises(FixError) as caught:
         action.apply(step)
-    assert str(caught.value).startswith("pip cannot install envdoctor-no-such-dist: cannot reach 127.0.0.1: "), caught.value
+    assert str(caught.value) == str(refused.value)
     step.mark("failed", error=str(caught.value))
     undo_later(tmp_path)
     assert freeze(target) == before
 
 
 def test_install_failing_midway_after_the_uninstall_is_undone(target: Path, tmp_path: Path, offline: None) -> None:
-    project = tmp_path / "broken"
-    project.mkdir()
-    (project / "pyproject.toml").write_text(BROKEN_PYPROJECT, encoding="utf-8")
-    (project / "broken_backend.py").write_text(BROKEN_BACKEND, encoding="utf-8")
+    project = broken_build_project(tmp_path / "broken", "envdoctor-broken", "1.0")
     before = freeze(target)
     apex_files = hashes(target, ["apex"])
 

@@ -61,11 +61,17 @@ def _index_host(argv: Sequence[str]) -> str:
 
 def _last_error(output: str, argv: Sequence[str] = ()) -> str:
     """pip's last `ERROR:` line, else its last line: the one line the user needs. An index that could
-    not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution"."""
+    not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution";
+    a resolver conflict by what pip names as its cause."""
     if _UNREACHABLE.search(output):
         return "cannot reach %s: pip could not download from it (no network, or a proxy or a firewall in the way)" % _index_host(argv)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("ERROR:")]
+    if "The conflict is caused by:" in lines:
+        causes = lines[lines.index("The conflict is caused by:") + 1:]
+        causes = causes[:next((i for i, line in enumerate(causes) if line.startswith(("To fix", "Additionally"))), len(causes))]
+        return "the requirements conflict: %s" % "; ".join(causes[:4])
+    # pip's closing "ResolutionImpossible: for help visit ..." says less than the line before it
+    errors = [line for line in lines if line.startswith("ERROR:") and not line.startswith("ERROR: ResolutionImpossible: for help")]
     return (errors or lines or ["no output"])[-1]
 
 
@@ -130,11 +136,17 @@ class PipAction:
     before: Dict[str, str] = field(default_factory=dict)
     planned: Dict[str, str] = field(default_factory=dict)  # what pip reported it would install: name → version
 
+    resolved: Optional[Dict[str, str]] = None  # what pip's dry run at plan time would install; None: not asked
+
     def lines(self) -> List[str]:
-        return list(pip_commands(self.action, self.python))
+        commands = list(pip_commands(self.action, self.python))
+        if self.resolved:
+            commands.append("# pip resolves it to: %s" % ", ".join("%s %s" % kv for kv in sorted(self.resolved.items())))
+        return commands
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "python": self.python, "action": dict(self.action), "commands": self.lines()}
+        return {"kind": self.kind, "python": self.python, "action": dict(self.action), "commands": list(pip_commands(self.action, self.python)),
+                "resolved": self.resolved}
 
     def _install_run(self) -> Optional[PipRun]:
         return next((r for r in pip_runs(self.action) if r.verb == "install"), None)
@@ -226,7 +238,28 @@ def prepare(action: Mapping[str, Any], python: str) -> PipAction:
         raise NotApplicable("pip action with keys envdoctor does not apply: %s" % ", ".join(unknown))
     if not (action.get("install") or action.get("upgrade") or action.get("uninstall")):
         raise NotApplicable("pip action with nothing to install, upgrade or uninstall")
-    return PipAction(action=dict(action), python=python, pip=pip_version(python))
+    prepared_action = PipAction(action=dict(action), python=python, pip=pip_version(python))
+    prepared_action.resolved = _resolved(prepared_action)
+    return prepared_action
+
+
+# A plan weighs a remedy, then prepares the one it takes: pip resolves each action once per run.
+_RESOLVED: Dict[Tuple[str, str], Union[Optional[Dict[str, str]], str]] = {}
+
+
+def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
+    """What pip's dry run would install, before anything changes; NotApplicable (a conflict, an
+    index out of reach) so that the plan says why and takes an alternative that can work."""
+    key = (action.python, json.dumps(action.action, sort_keys=True))
+    if key not in _RESOLVED:
+        try:
+            _RESOLVED[key] = action.will_install()
+        except FixError as exc:
+            _RESOLVED[key] = str(exc)
+    found = _RESOLVED[key]
+    if isinstance(found, str):
+        raise NotApplicable(found)
+    return found
 
 
 def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[PipAction, NotApplicable]]:
