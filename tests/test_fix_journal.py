@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
-from typing import List
+from typing import Iterator, List
 
 import pytest
+from conftest import run_envdoctor
 
 from envdoctor.pipeline.fix import journal as journal_module
 from envdoctor.pipeline.fix.action import FixError
@@ -217,3 +220,51 @@ def test_a_second_run_on_the_same_target_is_refused_naming_the_holder_and_a_kill
         time.sleep(0.1)
     with hold(tmp_path, "/venv/bin/python", "fix"):
         assert holder(tmp_path, "/venv/bin/python") is not None  # held by this process now: a reader sees it
+
+
+# A OneTrainer config forced onto a GPU this machine lacks: `fix` plans one config edit here.
+CUDA_CONFIG = '{\n    "__version": 9,\n    "train_device": "cuda",\n    "train_dtype": "FLOAT_32"\n}\n'
+
+
+@pytest.fixture()
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 KiB filesystem for the journal (a tmpfs): where mounting is not allowed, skipped."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here: %s" % (made.stderr.strip() or made.returncode))
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_journal_that_fills_its_disk_at_any_point_leaves_the_config_fixed_or_exactly_as_it_was(small_disk: Path,
+                                                                                                 tmp_path: Path) -> None:
+    """The disk fills while `fix --yes` writes its journal, at many points of the run: each run
+    either stops before anything changes (exit 2, "nothing was changed"), rolls back what it did
+    and says so (exit 1), or completes and verifies (exit 0). Never a traceback, never a
+    config left changed by a run that says it rolled back."""
+    seen = set()
+    for fill_kib in range(22, 64, 6):
+        for leftover in small_disk.iterdir():
+            shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+        (small_disk / "filler").write_bytes(b"\0" * fill_kib * 1024)
+        config = tmp_path / "train.json"
+        config.write_text(CUDA_CONFIG, encoding="utf-8")
+        proc = run_envdoctor("fix", "--yes", "--json", "--config", str(config), env={"ENVDOCTOR_STATE_DIR": str(small_disk / "state")})
+        assert "Traceback" not in proc.stderr, (fill_kib, proc.stderr)
+        text = config.read_text(encoding="utf-8")
+        if proc.returncode == 2:
+            assert "cannot write the journal, so nothing was changed" in proc.stderr and text == CUDA_CONFIG
+            seen.add("refused")
+            continue
+        outcome = json.loads(proc.stdout)["outcome"]
+        if outcome["status"] == "verified":
+            assert proc.returncode == 0 and '"train_device": "cpu"' in text
+        else:
+            assert (proc.returncode, outcome["status"]) == (1, "rolled-back"), (fill_kib, outcome)
+            assert "the journal stopped taking writes mid-run" in outcome["failure"] and text == CUDA_CONFIG
+        seen.add(outcome["status"])
+    assert {"refused", "rolled-back"} <= seen, seen  # the sweep reached past the journal's first write

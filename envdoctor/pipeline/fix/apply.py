@@ -17,9 +17,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
 from envdoctor.pipeline.check.engine import run_check
 from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.pipeline.fix.action import FixError
-from envdoctor.pipeline.fix.journal import Journal, RunJournal
+from envdoctor.pipeline.fix.journal import Journal, JournalError, RunJournal
 from envdoctor.pipeline.fix.plan import Plan, Step
-from envdoctor.pipeline.fix.undo import undo_run, undo_steps
+from envdoctor.pipeline.fix.undo import UNDOABLE, undo_run, undo_steps
 from envdoctor.pipeline.fix.verify import Verdict, gone, request_for, verdicts
 from envdoctor.target.model import Finding, Report
 from envdoctor.target.version import __version__
@@ -88,10 +88,33 @@ def _with_dependents(numbers: Sequence[int], later: Mapping[int, Sequence[int]])
 
 def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None) -> FixOutcome:
     say = say or (lambda line: None)
-    steps = plan.applicable
-    later = builds_on(steps)
     run = journal.begin(_meta(plan, request))  # JournalError: stop before anything changes
     outcome = FixOutcome(status="failed", run_id=run.id)
+    try:
+        return _apply(plan, request, run, outcome, say)
+    except JournalError as exc:
+        # The journal stopped taking writes mid-run (a full disk): nothing may stay that its
+        # journal cannot undo. What each step recorded in memory drives the rollback.
+        outcome.failure = "the journal stopped taking writes mid-run, so everything this run changed is rolled back: %s" % exc
+        _roll_back(run, outcome, say, "failed")
+        if outcome.status == "failed":
+            outcome.rollback.append("still changed: %s" % ("; ".join(_in_place(run)) or "nothing"))
+        return outcome
+
+
+def _in_place(run: RunJournal) -> List[str]:
+    """The steps whose change is still in place, each with how to revert it by hand."""
+    out = []
+    for step in run.steps:
+        if step.status in UNDOABLE:
+            files = ["%s (original bytes in %s)" % (r.get("file"), r.get("backup")) for r in step.record.get("files") or ()]
+            out.append("step %d (%s): %s" % (step.number, step.kind, ", ".join(files) or step.plan.get("summary") or step.kind))
+    return out
+
+
+def _apply(plan: Plan, request: CheckRequest, run: RunJournal, outcome: FixOutcome, say: Say) -> FixOutcome:
+    steps = plan.applicable
+    later = builds_on(steps)
     run.set_status("applying")
     try:
         for step in steps:
@@ -193,7 +216,10 @@ def _roll_back(run: RunJournal, outcome: FixOutcome, say: Say, status: str) -> N
     except FixError as exc:
         outcome.rollback = ["rollback stopped: %s (journal %s)" % (exc, run.path)]
         outcome.status = "failed"
-    run.set_status("rolled-back" if outcome.status != "failed" else "failed", reason=outcome.failure or status)
+    try:
+        run.set_status("rolled-back" if outcome.status != "failed" else "failed", reason=outcome.failure or status)
+    except JournalError as exc:  # the rollback itself is done; its record could not be written
+        outcome.rollback.append("the journal could not record the rollback: %s" % exc)
 
 
 def _variables(steps: List[Step]) -> Dict[str, Optional[str]]:

@@ -96,7 +96,10 @@ def hold(state: Path, python: str, what: str) -> Iterator[None]:
                            % (other.get("what", "fix"), other.get("pid", "?"), other.get("since", "?"), python))
         handle.seek(0)
         handle.truncate()
-        handle.write(json.dumps({"pid": os.getpid(), "what": what, "python": python,
-                                 "since": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")}))
-        handle.flush()
+        info = json.dumps({"pid": os.getpid(), "what": what, "python": python,
+                           "since": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")})
+        # who holds it is a courtesy to a second run: a full disk must not stop this one, and an
+        # unbuffered write leaves nothing for close() to fail on
+        with contextlib.suppress(OSError):
+            os.write(handle.fileno(), info.encode("utf-8"))
         yield

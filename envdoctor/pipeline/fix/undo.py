@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable, List, Sequence, cast
 
 from envdoctor.pipeline.fix.action import FixError, kind_module
-from envdoctor.pipeline.fix.journal import JournalStep, RunJournal
+from envdoctor.pipeline.fix.journal import JournalError, JournalStep, RunJournal
 
 # Steps that may have changed something: the record is saved before a kind changes anything,
 # and a step is "started" from then on (a failed step too: it may have stopped midway).
@@ -24,8 +24,19 @@ def undo_run(run: RunJournal) -> List[str]:
     if run.status == "undone":
         raise FixError("fix run %s is already undone" % run.id)
     lines = undo_steps(run, [s.number for s in run.steps])
-    run.set_status("undone")
+    if _recorded(run.set_status, "undone"):
+        lines.append("the journal could not record that the run is undone (it cannot be written); nothing is left to undo")
     return lines
+
+
+def _recorded(mark: Callable[..., None], status: str) -> str:
+    """Mark a status; the journal write failing (a full disk) does not undo what was undone: the
+    in-memory status is set either way, and the error is returned for the summary ("" when saved)."""
+    try:
+        mark(status)
+    except JournalError as exc:
+        return str(exc)
+    return ""
 
 
 def undo_steps(run: RunJournal, numbers: Sequence[int]) -> List[str]:
@@ -39,8 +50,9 @@ def undo_steps(run: RunJournal, numbers: Sequence[int]) -> List[str]:
             kind_undo(step.kind)(step)
         except FixError as exc:
             raise FixError("step %d (%s): %s" % (step.number, step.kind, exc)) from exc
-        step.mark("undone")
-        lines.append("step %d (%s) undone: %s" % (step.number, step.kind, _what(step)))
+        unrecorded = _recorded(step.mark, "undone")
+        lines.append("step %d (%s) undone: %s%s" % (step.number, step.kind, _what(step),
+                                                     " (the journal could not record it)" if unrecorded else ""))
     return lines
 
 
