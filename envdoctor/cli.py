@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from typing import Any, Iterator, List, Optional
 
@@ -125,6 +124,7 @@ def fix(
     from envdoctor.pipeline import flows
     from envdoctor.pipeline.fix.action import FixError
     from envdoctor.pipeline.fix.journal import JournalError
+    from envdoctor.render.as_json import json_text
     from envdoctor.render.lines import outcome_lines, plan_lines
 
     if config and no_config:
@@ -150,7 +150,7 @@ def fix(
         print("envdoctor: error: %s" % exc, file=sys.stderr)
         return 1
     if as_json:
-        print(json.dumps(done.to_dict(), indent=2, ensure_ascii=not _stdout_is_utf8()))
+        print(json_text(done.to_dict(), ascii_only=not _stdout_is_utf8()))
     elif done.plan.empty or not done.plan.applicable:
         print("\n".join(plan_lines(done.plan.to_dict())))
     elif done.outcome is not None:
@@ -172,6 +172,7 @@ def explain(
     """
     from envdoctor.pipeline import flows
     from envdoctor.pipeline.explain.reader import NotText
+    from envdoctor.render.as_json import json_text
     from envdoctor.render.lines import explanation_lines
 
     with _bad_input():  # the options before the input: a bad one is said at once
@@ -186,7 +187,7 @@ def explain(
         explanation = flows.explain(excerpt, not no_probe, python, timeout)
     data = explanation.to_dict()
     if as_json:
-        print(json.dumps(data, indent=2, ensure_ascii=not _stdout_is_utf8()))
+        print(json_text(data, ascii_only=not _stdout_is_utf8()))
     else:
         print("\n".join(explanation_lines(data)))
     return int(explanation.exit_code)
@@ -293,18 +294,19 @@ def undo(
     from envdoctor.pipeline import flows
     from envdoctor.pipeline.fix.action import FixError
     from envdoctor.pipeline.fix.journal import JournalError
+    from envdoctor.render.as_json import json_text
     from envdoctor.render.lines import runs_lines
 
     try:
         if list_runs:
             runs = flows.fix_runs()
-            print(json.dumps(runs, indent=2) if as_json else "\n".join(runs_lines(runs)))
+            print(json_text(runs) if as_json else "\n".join(runs_lines(runs)))
             return 0
         undone = flows.undo(run_id)
     except (JournalError, FixError) as exc:
         raise CliError(str(exc)) from None
     if as_json:
-        print(json.dumps(undone, indent=2))
+        print(json_text(undone))
     else:
         print("\n".join(undone["steps"] + ["Undone: fix run %s." % undone["undone"]]))
     return 0

@@ -486,3 +486,18 @@ def test_pins_name_torch_as_pip_knows_it_on_pypis_cuda_torch(old_torch_python: P
     stale = subprocess.run([str(old_torch_python), "-m", "pip", "install", "--dry-run", "--no-index", "--quiet", "numpy<2",
                             "torch==2.0.1+cu117"], capture_output=True, text=True, timeout=300)
     assert stale.returncode != 0  # what the plan used to pin: pip cannot find that torch
+
+
+def test_a_config_whose_file_name_is_not_utf8_is_fixed_and_undone_with_valid_json_throughout(tmp_path: Path) -> None:
+    """A byte that is no UTF-8 in the file name: `--json` stays valid UTF-8 (the byte escaped), the
+    journal keeps the exact name, and undo finds the file again."""
+    config = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xffrun.json")))
+    write(config, CUDA_MIXED)
+    state = tmp_path / "state"
+    proc = envdoctor("fix", "--yes", "--json", "--config", str(config), "--only", "torch-install", state=state, code=0)
+    assert json.loads(proc.stdout)["outcome"]["status"] == "verified"  # decoded as strict UTF-8 by run_envdoctor
+    assert '"train_device": "cpu"' in config.read_text(encoding="utf-8")
+    listing = envdoctor("undo", "--list", "--json", state=state, code=0).stdout
+    assert json.loads(listing)[0]["status"] == "verified"
+    envdoctor("undo", state=state, code=0)
+    assert config.read_text(encoding="utf-8") == CUDA_MIXED

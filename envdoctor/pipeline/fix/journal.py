@@ -53,7 +53,8 @@ def _reason(exc: OSError) -> str:
 
 def write_json_atomically(path: Path, data: Any) -> None:
     """`path` holds the old JSON or the new one, whatever interrupts this."""
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    # ASCII with escapes: a config path that is not UTF-8 (surrogate-escaped bytes) round-trips exactly
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n"
     try:
         write_atomically(path, text.encode("utf-8"))
     except OSError as exc:
