@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import resource
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,19 @@ def test_no_arguments_prints_help() -> None:
     proc = run_envdoctor()
     assert proc.returncode == 0
     assert "Usage: envdoctor" in proc.stdout
+
+
+def test_a_9_mb_config_keeps_memory_and_output_bounded(tmp_path: Path) -> None:
+    """A OneTrainer config whose device value is 9 MB (a pasted blob): read in a bounded amount of
+    memory, and every output says a clipped value, never a 9 MB line."""
+    config = tmp_path / "huge.json"
+    config.write_text(json.dumps({"__version": 9, "train_device": "X" * 9_000_000, "train_dtype": "FLOAT_16",
+                                  "concepts": [{"name": "y" * 100_000}]}), encoding="utf-8")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    text = run_envdoctor("check", "--config", str(config), "--only", "torch-install")
+    data = run_envdoctor("check", "--json", "--config", str(config), "--only", "torch-install")
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert "Traceback" not in text.stderr + data.stderr
+    assert len(text.stdout) < 5_000 and "(8999880 more characters)" in text.stdout
+    assert len(data.stdout) < 100_000 and json.loads(data.stdout)["environment"]["intent"]["summary"]["device"].lower().startswith("xxx")
+    assert peak_kib < 700 * 1024 or peak_kib == before  # the JSON parser once took 1.1 GB for this file

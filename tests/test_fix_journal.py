@@ -240,6 +240,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_journal_that_fills_its_disk_at_any_point_leaves_the_config_fixed_or_exactly_as_it_was(small_disk: Path,
                                                                                                  tmp_path: Path) -> None:
     """The disk fills while `fix --yes` writes its journal, at many points of the run: each run
@@ -247,13 +248,14 @@ def test_a_journal_that_fills_its_disk_at_any_point_leaves_the_config_fixed_or_e
     and says so (exit 1), or completes and verifies (exit 0). Never a traceback, never a
     config left changed by a run that says it rolled back."""
     seen = set()
-    for fill_kib in range(22, 64, 6):
+    for fill_kib in range(22, 64, 10):
         for leftover in small_disk.iterdir():
             shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
         (small_disk / "filler").write_bytes(b"\0" * fill_kib * 1024)
         config = tmp_path / "train.json"
         config.write_text(CUDA_CONFIG, encoding="utf-8")
-        proc = run_envdoctor("fix", "--yes", "--json", "--config", str(config), env={"ENVDOCTOR_STATE_DIR": str(small_disk / "state")})
+        proc = run_envdoctor("fix", "--yes", "--json", "--config", str(config), "--only", "torch-install",
+                             env={"ENVDOCTOR_STATE_DIR": str(small_disk / "state")})
         assert "Traceback" not in proc.stderr, (fill_kib, proc.stderr)
         text = config.read_text(encoding="utf-8")
         if proc.returncode == 2:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from envdoctor.target.intent import clipped
 from envdoctor.target.model import Report, Severity, Status
 from envdoctor.target.platform.where import TERMINAL
 
@@ -65,7 +66,7 @@ def intent_lines(report: Report) -> List[str]:
             continue
         label = "%s %s" % (part, "weights") if part else name
         value = {True: "on", False: "off"}.get(setting.value, setting.value) if isinstance(setting.value, bool) else setting.value
-        lines.append("  %s %s  %s" % (label, value, setting.where()))
+        lines.append("  %s %s  %s" % (label, clipped(str(value)), setting.where()))
     return lines
 
 

@@ -10,6 +10,7 @@ Stdlib only, Python 3.8+: rules import it, and the worker may load the modules t
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -70,14 +71,15 @@ class Setting:
         leaf = self.key.rsplit(".", 1)[-1] if not self.key.startswith("-") else self.key
         if self.default:
             return "%s: `%s` absent, %s's default %s" % (name, leaf, TOOL_LABELS.get(self.tool, self.tool), _shown(self.raw))
-        text = self.source if self.source is not None else _shown(self.raw)
+        text = clipped(self.source) if self.source is not None else _shown(self.raw)
         place = "%s:%d" % (name, self.line) if self.line else name
         if self.key.startswith("-"):  # a launch flag: `--mixed_precision fp16`, or a switch alone: `--cpu`
             return "%s `%s`" % (place, leaf if text.lstrip("-").replace("-", "_") == leaf.lstrip("-").replace("-", "_") else leaf + " " + text)
         return "%s `%s: %s`" % (place, leaf, text)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """As the report's JSON holds it: a huge value clipped (fix re-reads the file itself)."""
+        return {k: _bounded(getattr(self, k)) if k in ("value", "raw", "source") else getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
     def from_dict(cls, data: Dict[str, Any]) -> Setting:
@@ -96,6 +98,26 @@ TOOL_LABELS = {
 }
 
 
+# The most of a value any message shows: a setting is a word or a path, and a 9 MB value
+# (a mistake, or not a config at all) must not become a 9 MB line of output.
+SHOWN_CHARS = 120
+
+
+_CLIPPED = re.compile(r"… \(\d+ more characters\)$")
+
+
+def clipped(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text`, or its first `limit` characters and how many more there are (once: a value the
+    report already clipped keeps its count)."""
+    if len(text) <= limit or _CLIPPED.search(text):
+        return text
+    return "%s… (%d more characters)" % (text[:limit], len(text) - limit)
+
+
+def _bounded(value: Any) -> Any:
+    return clipped(value) if isinstance(value, str) else value
+
+
 def _shown(raw: Any) -> str:
     if raw is True:
         return "true"
@@ -103,7 +125,7 @@ def _shown(raw: Any) -> str:
         return "false"
     if raw is None:
         return "null"
-    return str(raw)
+    return clipped(str(raw))
 
 
 # What an "auto" precision becomes where no bf16 GPU is found, per tool: axolotl falls back
@@ -214,7 +236,7 @@ class Intent:
     def to_dict(self) -> Dict[str, Any]:
         return {
             "sources": [s.to_dict() for s in self.sources],
-            "summary": self.summary(),
+            "summary": {k: _bounded(v) for k, v in self.summary().items()},
             "settings": [s.to_dict() for s in self.settings],
         }
 

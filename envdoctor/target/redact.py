@@ -19,7 +19,9 @@ _SECRET_PARTS = frozenset(
      "KEY", "APIKEY", "AUTH", "COOKIE")
 )
 _SECRET_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "APIKEY")  # HFTOKEN, GITHUBTOKEN
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/\s:@]+(?::[^/\s@]*)?)@")
+# A scheme starts where no scheme character precedes it: without that, a long run of letters
+# (a 9 MB value in a config) is scanned again from each of its characters.
+_URL_CREDENTIALS = re.compile(r"(?<![a-zA-Z0-9+.-])(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/\s:@]+(?::[^/\s@]*)?)@")
 _TOKEN_SHAPES = re.compile(
     r"\b(hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
     r"|sk-[A-Za-z0-9_-]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|wandb_v1_[A-Za-z0-9_]{20,})\b"
