@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from conftest import PLUGINS, check_of, run_envdoctor
@@ -145,3 +149,42 @@ def test_no_plugins_flag_skips_plugins() -> None:
     proc = run_envdoctor("check", "--json", "--no-plugins", env=env)
     assert proc.returncode == 0
     assert "test-segfault" not in [c["id"] for c in json.loads(proc.stdout)["checks"]]
+
+
+# A "python" that starts a grandchild holding its stdout and stderr, then hangs: neither the
+# worker's exit nor the end of its output ever comes.
+HANGING_INTERPRETER = "#!/bin/sh\nsleep %s &\nsleep %s\n"
+
+
+def _running(marker: str) -> list:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def test_a_target_that_hangs_with_a_grandchild_holding_its_output_ends_by_timeout_and_by_ctrl_c(tmp_path: Path) -> None:
+    """--timeout bounds the wait for the worker's first word; Ctrl-C ends the run; and either
+    way every process the target started is gone (the worker's whole process group is killed)."""
+    marker = "%d.%d" % (os.getpid() % 997, 421)
+    python = tmp_path / "python"
+    python.write_text(HANGING_INTERPRETER % (marker, marker))
+    python.chmod(0o755)
+    proc = run_envdoctor("check", "--python", str(python), "--timeout", "3", timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == "envdoctor: error: %s did not start a Python worker within 3 s" % python
+    assert _running(marker) == []
+
+    child = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--python", str(python)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not _running(marker) and time.monotonic() < deadline:  # the target has started
+        time.sleep(0.1)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)  # a liveness bound, not a timing
+    assert child.returncode != 0 and "Traceback" not in err, err
+    assert _running(marker) == []

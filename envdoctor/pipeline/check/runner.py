@@ -14,6 +14,7 @@ silence: it restarts at every step, so a hang is caught that long after it began
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -28,6 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 import envdoctor.target as wall
 from envdoctor.pipeline.check.request import UsageError
+from envdoctor.pipeline.children import kill_group, own_group
 from envdoctor.target.redact import Redactor
 
 # envdoctor's own folder: the worker loads envdoctor.target (the wall) from it, nothing else
@@ -134,6 +136,7 @@ class Worker:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=env,
+                **own_group(die_with_envdoctor=False),  # killing it kills what it started: nothing holds its pipes after
             )
         except FileNotFoundError as exc:
             raise BadInterpreter("no such interpreter: %s" % python) from exc
@@ -146,16 +149,20 @@ class Worker:
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         threading.Thread(target=self._pump_stderr, daemon=True).start()
 
+    # Each pipe is closed by the thread that reads it, at its end: closing it from another
+    # thread would wait for a read that a process still holding the pipe never ends.
     def _pump_stdout(self) -> None:
         assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self._lines.put(raw)
+        with self.proc.stdout:
+            for raw in self.proc.stdout:
+                self._lines.put(raw)
         self._lines.put(None)
 
     def _pump_stderr(self) -> None:
         assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        with self.proc.stderr:
+            for raw in self.proc.stderr:
+                self._stderr.append(raw.decode("utf-8", "replace").rstrip("\n"))
 
     def stderr_tail(self, lines: int = 12) -> str:
         return "\n".join(list(self._stderr)[-lines:])
@@ -195,15 +202,10 @@ class Worker:
             return None
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+        kill_group(self.proc)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
 
 
 def _died(worker: Worker) -> str:
@@ -231,9 +233,10 @@ class Runner:
         self.package_dir = package_dir
         self.checks_dir = checks_dir
         self.timeout_s = timeout_s  # the user's --timeout; None: the defaults
-        # A cold `import torch` (network filesystems, first CUDA library load) can take
-        # long; the user's limit bounds it too when larger than the default.
-        self.torch_import_timeout_s = max(torch_import_timeout_s, timeout_s or 0)
+        # A cold `import torch` (network filesystems, first CUDA library load) can take long:
+        # 180 s by default; the user's --timeout, when given, bounds it and every other wait.
+        self.torch_import_timeout_s = timeout_s or torch_import_timeout_s
+        self.hello_timeout_s = min(HELLO_TIMEOUT_S, timeout_s or HELLO_TIMEOUT_S)
         self._lost: Dict[str, Dict[str, Dict[str, Any]]] = {}  # check id -> step key -> lost step
         self._redactor = Redactor.from_environ()
         self._worker: Optional[Worker] = None
@@ -264,10 +267,10 @@ class Runner:
         if self._greeted is worker:
             return
         try:
-            hello = worker.next_event(HELLO_TIMEOUT_S)
+            hello = worker.next_event(self.hello_timeout_s)
         except TimeoutError:
             worker.kill()
-            raise BadInterpreter("%s did not start a Python worker within %d s" % (self.python, HELLO_TIMEOUT_S)) from None
+            raise BadInterpreter("%s did not start a Python worker within %s s" % (self.python, _fmt_seconds(self.hello_timeout_s))) from None
         if hello is None or hello.get("event") != "hello":
             how = _died(worker)
             tail = worker.stderr_tail(3).strip().splitlines()
@@ -404,12 +407,12 @@ class Runner:
             return False
 
         while True:
-            budget = HELLO_TIMEOUT_S if current is None else self._limit(current) - (time.monotonic() - last)
+            budget = self.hello_timeout_s if current is None else self._limit(current) - (time.monotonic() - last)
             try:
                 event = worker.next_event(max(budget, 0.0))
             except TimeoutError:
                 if current is None:
-                    return lost("timeout", _fmt_seconds(HELLO_TIMEOUT_S), "the worker stopped answering")
+                    return lost("timeout", _fmt_seconds(self.hello_timeout_s), "the worker stopped answering")
                 return lost("timeout", _fmt_seconds(self._limit(current)), "the worker stopped answering")
             if event is None:
                 how = _died(worker)

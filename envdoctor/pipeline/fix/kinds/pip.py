@@ -10,18 +10,16 @@ what the step brought in and puts the stashed files back.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import re
-import signal
 import subprocess
-import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
+from envdoctor.pipeline.children import kill_group, own_group
 from envdoctor.pipeline.fix import stash
 from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
 from envdoctor.pipeline.fix.journal import JournalStep
@@ -75,36 +73,19 @@ def _last_error(output: str, argv: Sequence[str] = ()) -> str:
     return (errors or lines or ["no output"])[-1]
 
 
-def _die_with_envdoctor() -> None:
-    """In pip's process, before it starts: Linux kills it when envdoctor dies, however envdoctor dies
-    (kill -9 included), so an `undo` run right after never races a pip still changing the environment."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the process group below still stops it on Ctrl-C
-        pass
-
-
 def _run_pip(python: str, run: PipRun, extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """One pip invocation with its output captured. pip runs in a process group of its own, so a
     Ctrl-C meant for envdoctor does not cut it at a random point: envdoctor stops it (the whole
     group, its build subprocesses too) and then rolls back; pip never outlives envdoctor."""
     argv = run.argv(python) + list(extra)
-    posix = os.name == "posix"
     try:
-        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pip_env(run),
-                                 start_new_session=posix, preexec_fn=_die_with_envdoctor if sys.platform == "linux" else None)
+        child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pip_env(run), **own_group())
     except OSError as exc:
         raise FixError("cannot run %s: %s" % (run.line(python), exc)) from exc
     try:
         out, err = child.communicate()
     except BaseException:  # Ctrl-C, SIGTERM: stop pip and what it started, then let the rollback run
-        if posix:
-            with contextlib.suppress(OSError):
-                os.killpg(child.pid, signal.SIGKILL)
-        child.kill()
-        child.wait()
+        kill_group(child)
         raise
     return subprocess.CompletedProcess(argv, child.returncode, out, err)
 

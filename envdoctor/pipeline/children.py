@@ -1,0 +1,42 @@
+"""The processes envdoctor starts (probe workers, pip): each leads a process group of its own,
+so that stopping it stops what it started too (a grandchild holding its output pipe, pip's
+build processes); on Linux pip also dies with envdoctor however envdoctor dies (kill -9 too)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from typing import Any, Dict
+
+POSIX = os.name == "posix"
+
+
+def _die_with_envdoctor() -> None:
+    """In the child, before it runs: Linux sends it SIGKILL when envdoctor's thread that started it ends."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the process group still stops it with envdoctor's kill
+        pass
+
+
+def own_group(die_with_envdoctor: bool = True) -> Dict[str, Any]:
+    """subprocess.Popen's keywords for a child that leads its own group and (`die_with_envdoctor`)
+    is killed when the thread that starts it ends: for a child started and awaited in one thread
+    (pip); a probe worker outlives the thread of the check group that started it."""
+    dies = die_with_envdoctor and sys.platform == "linux"
+    return {"start_new_session": POSIX, "preexec_fn": _die_with_envdoctor if dies else None}
+
+
+def kill_group(child: subprocess.Popen[Any]) -> None:
+    """SIGKILL the child and every process of its group, then reap the child."""
+    if POSIX:
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+    if child.poll() is None:
+        child.kill()
+    child.wait()
