@@ -63,8 +63,9 @@ def tests(session: nox.Session) -> None:
     _write_bytecode(session)
     session.install("--no-compile", TORCH, "numpy")
     # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel;
-    # setuptools: the wheel test builds envdoctor's wheel without build isolation
-    session.install("--no-compile", "-e", ".", *PYTEST, "setuptools>=77", "nbclient", "nbformat", "ipykernel", TORCH)
+    # setuptools: the wheel test builds envdoctor's wheel without build isolation; uv: an
+    # environment made by uv, as users make them
+    session.install("--no-compile", "-e", ".", *PYTEST, "setuptools>=77", "nbclient", "nbformat", "ipykernel", "uv", TORCH)
     session.run("pytest", *PARALLEL, *session.posargs)
 
 

@@ -61,6 +61,9 @@ def _last_error(output: str, argv: Sequence[str] = ()) -> str:
     """pip's last `ERROR:` line, else its last line: the one line the user needs. An index that could
     not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution";
     a resolver conflict by what pip names as its cause."""
+    if "externally-managed-environment" in output:
+        return ("this Python is externally managed (PEP 668) and pip refuses to change it: make a venv "
+                "(`python3 -m venv ~/venvs/train`) and install there, or use the system's package manager")
     if _UNREACHABLE.search(output):
         return "cannot reach %s: pip could not download from it (no network, or a proxy or a firewall in the way)" % _index_host(argv)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -101,8 +104,23 @@ def pip_version(python: str) -> Tuple[int, ...]:
         raise NotApplicable("cannot run the target interpreter %s: %s" % (python, exc)) from exc
     words = proc.stdout.split()
     if proc.returncode != 0 or len(words) < 2 or words[0] != "pip":
-        raise NotApplicable("%s has no pip (`%s -m pip` fails: %s)" % (python, python, _last_error(proc.stderr + proc.stdout)))
+        raise NotApplicable(_no_pip(python, _last_error(proc.stderr + proc.stdout)))
     return release_tuple(words[1])
+
+
+def _no_pip(python: str, error: str) -> str:
+    """Why the target has no pip, and how to get one: an environment that uv made says so in its
+    pyvenv.cfg (`uv = 0.13.9`), and uv puts no pip in it."""
+    config = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(python))), "pyvenv.cfg")
+    try:
+        with open(config, encoding="utf-8", errors="replace") as handle:
+            made_by_uv = any(line.split("=")[0].strip() == "uv" for line in handle)
+    except OSError:
+        made_by_uv = False
+    if made_by_uv:
+        return ("%s is in an environment uv made, which has no pip: run the step with uv (`uv pip install ... --python %s`), "
+                "or add pip with `uv pip install pip --python %s`" % (python, python, python))
+    return "%s has no pip (`%s -m pip` fails: %s): add it with `%s -m ensurepip`" % (python, python, error, python)
 
 
 @dataclass
