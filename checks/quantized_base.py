@@ -1,0 +1,164 @@
+"""quantized-base: the 4-bit and 8-bit bitsandbytes base weights a training config asks for
+(axolotl `load_in_4bit` / `load_in_8bit`, autotrain `quantization: int4|int8`, OneTrainer
+`NFLOAT_4` / `INT_8`), loaded and run for real where the run computes.
+
+bitsandbytes quantizes in its own kernels: QLoRA's `Linear4bit` (nf4) and LLM.int8's
+`Linear8bitLt` (bitsandbytes docs, "Quantization"). Older releases ran them on CUDA only;
+newer ones also on the CPU. Which holds here is measured, not looked up: the probe builds
+one tiny layer of each asked kind on the run's device, quantizes it, and runs a forward
+and a backward pass through it, as a QLoRA step does.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any, Dict, List, Optional, Sequence
+
+from envdoctor.target.intent import config_evidence, config_subject
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Target
+from envdoctor.target.platform.menus import gpu_runtime_step
+from envdoctor.target.probekit.ops import run_op
+from envdoctor.target.probekit.steps import step
+from envdoctor.target.probekit.text import error_text
+from envdoctor.target.remedies.actions import config_remedy, pip_remedy
+
+ID = "quantized-base"
+# envdoctor's weight words for bitsandbytes bases -> the layer that stores them
+LAYERS = {"nf4": "Linear4bit", "int4": "Linear4bit", "int8": "Linear8bitLt"}
+
+
+def asked_dtypes(intent: Optional[Dict[str, Any]]) -> List[str]:
+    """The bitsandbytes weight dtypes the intent's summary asks for, in LAYERS' order."""
+    weights = set(((intent or {}).get("weights") or {}).values())
+    return [d for d in LAYERS if d in weights]
+
+
+def _run_device(torch: Any, intent: Dict[str, Any]) -> str:
+    """Where the run computes: the config's device, else the first GPU, else the CPU."""
+    device = str(intent.get("device") or "auto")
+    if device.startswith("cuda") or device == "cpu":
+        return device
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def _layer(torch: Any, bnb: Any, dtype: str, device: str) -> Any:
+    """One 64x64 layer quantized on `device` from a plain Linear's weights, then a forward and
+    a backward pass with fp32 activations that need a gradient (what LoRA's input gets)."""
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(64, 64)
+    if dtype == "int8":
+        layer = bnb.nn.Linear8bitLt(64, 64, has_fp16_weights=False)
+    else:
+        layer = bnb.nn.Linear4bit(64, 64, quant_type="nf4" if dtype == "nf4" else "fp4", compute_dtype=torch.float32)
+    layer.load_state_dict(plain.state_dict())
+    layer = layer.to(device)
+    x = torch.randn(4, 64, device=device, requires_grad=True)
+    out = layer(x)
+    out.float().sum().backward()
+    return out
+
+
+def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
+    intent = ctx.options.get("intent") or {}
+    asked = asked_dtypes(intent)
+    facts: Dict[str, Any] = {"asked": asked, "bitsandbytes": None, "runs": []}
+    if not asked:
+        return facts  # nothing asked: bitsandbytes is not even imported
+    try:
+        with step("importing bitsandbytes", package="bitsandbytes"):
+            bnb = importlib.import_module("bitsandbytes")  # only when a config asks for it
+    except ImportError as exc:
+        facts["import_error"] = error_text(exc)
+        return facts
+    except Exception as exc:  # noqa: BLE001 - a broken install is the fact
+        facts["import_error"] = error_text(exc)
+        facts["bitsandbytes"] = "?"
+        return facts
+    facts["bitsandbytes"] = str(getattr(bnb, "__version__", "?"))
+    device = _run_device(torch, intent)
+    for dtype in asked:
+        facts["runs"].append(run_op(torch, LAYERS[dtype], device, dtype, functools.partial(_layer, torch, bnb, dtype, device)))
+    return facts
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _fallback(env: Target) -> str:
+    """The weights a run here can load instead: bf16 where each GPU has it natively (or on the
+    CPU, which fix checks again against the CPU's kernels), else fp16."""
+    return "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
+
+
+def _config_way_out(env: Target, dtype: str) -> Remedy:
+    fallback = _fallback(env)
+    onetrainer = {"bf16": "BFLOAT_16", "fp16": "FLOAT_16"}[fallback]
+    return config_remedy("Load the base weights in %s instead of %s (more memory, no bitsandbytes): axolotl `load_in_4bit: false`, "
+                         "autotrain `quantization: null`, OneTrainer `weight_dtype: %s`" % (fallback, dtype, onetrainer),
+                         "weights-" + fallback, {"weight_dtype": fallback}, when={"weight_dtype": dtype})
+
+
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    asked: Sequence[str] = facts.get("asked") or ()
+    if not asked or env.intent is None:
+        return []
+    findings: List[Finding] = []
+    for dtype in asked:
+        settings = env.intent.asks("weight_dtype", dtype)
+        if not settings:
+            continue
+        where = settings[0].where()
+        evidence = config_evidence(env.intent, settings)
+        subject = dict(config_subject(settings), dtype=dtype)
+        if facts.get("bitsandbytes") is None or facts.get("import_error"):
+            why = facts.get("import_error") or "not installed"
+            findings.append(Finding(
+                ID, "bitsandbytes-missing", Severity.ERROR,
+                "%s asks for %s base weights; bitsandbytes does not import here (%s)" % (where, dtype, why),
+                evidence + ("%s weights are bitsandbytes %s layers" % (dtype, LAYERS[dtype]),),
+                (_config_way_out(env, dtype),
+                 pip_remedy("Or install bitsandbytes (its wheels carry the CUDA and CPU kernels)", "bitsandbytes-install", env,
+                            install=["bitsandbytes"])),
+                subject))
+            continue
+        run = next((r for r in facts.get("runs") or () if r.get("dtype") == dtype), None)
+        if run is None:
+            continue
+        if run.get("ok"):
+            findings.append(Finding(ID, "quantized-runs", Severity.INFO,
+                                    "bitsandbytes %s runs %s (%s) forward and backward on %s"
+                                    % (facts["bitsandbytes"], dtype, LAYERS[dtype], run.get("device")), evidence, (), subject))
+            continue
+        remedies = [_config_way_out(env, dtype)]
+        if not str(run.get("device")).startswith("cuda"):
+            remedies.append(Remedy("Or train on a CUDA GPU (%s), where bitsandbytes quantizes" % gpu_runtime_step(env.where),
+                                   kind="manual", id="use-gpu"))
+        remedies.append(pip_remedy("Or upgrade bitsandbytes: newer releases run more of it on the CPU", "bitsandbytes-upgrade", env,
+                                   upgrade=["bitsandbytes"]))
+        findings.append(Finding(
+            ID, "quantized-fails", Severity.ERROR,
+            "%s asks for %s base weights; bitsandbytes %s fails to run them on %s" % (where, dtype, facts["bitsandbytes"], run.get("device")),
+            evidence + ("%s %s on %s: %s" % (LAYERS[dtype], dtype, run.get("device"), run.get("error")),),
+            tuple(remedies), subject))
+    return findings
+
+
+def summarize(facts: Dict[str, Any]) -> str:
+    if not facts.get("asked"):
+        return "no bitsandbytes base asked"
+    if facts.get("bitsandbytes") is None or facts.get("import_error"):
+        return "bitsandbytes does not import"
+    runs = facts.get("runs") or []
+    return "bitsandbytes %s · %s" % (facts["bitsandbytes"], ", ".join(
+        "%s %s on %s" % (r.get("dtype"), "ok" if r.get("ok") else "fails", r.get("device")) for r in runs))
+
+
+CHECK = Check(
+    id=ID,
+    title="4-bit / 8-bit bitsandbytes base weights",
+    probe=probe,
+    diagnose=diagnose,
+    summarize=summarize,
+    order=75,
+)
