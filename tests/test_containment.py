@@ -179,8 +179,10 @@ def test_a_target_that_hangs_with_a_grandchild_holding_its_output_ends_by_timeou
     assert proc.returncode == 2 and proc.stderr.strip() == "envdoctor: error: %s did not start a Python worker within 3 s" % python
     assert _running(marker) == []
 
+    # SIGINT as a terminal has it: a suite started in the background (a CI shell) has it ignored, and children inherit that
     child = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--python", str(python)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not _running(marker) and time.monotonic() < deadline:  # the target has started
         time.sleep(0.1)
