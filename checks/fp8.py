@@ -10,6 +10,7 @@ from typing import Any, Dict, List
 from envdoctor.target.intent import config_evidence, config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.gpus import capability_tuple, identity
+from envdoctor.target.probekit.imports import find_module_spec
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.text import error_text
 from envdoctor.target.remedies.actions import config_remedy, pip_remedy
@@ -46,16 +47,6 @@ def _scaled_mm_ref(torch: Any, f8: Any) -> Any:
 FP8_BACKENDS = {"transformer_engine": "TransformerEngine", "msamp": "MS-AMP", "torchao": "torchao"}
 
 
-def _installed(module: str) -> bool:
-    """The module can be found, without importing it (TransformerEngine's import loads CUDA)."""
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     present = [name for name in FLOAT8 if hasattr(torch, name)]
     facts: Dict[str, Any] = {
@@ -65,7 +56,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "devices": [],
         "ops": [],
         "promote_types": [],
-        "backends": [m for m in FP8_BACKENDS if _installed(m)],
+        # found, not imported: TransformerEngine's import loads CUDA
+        "backends": [m for m in FP8_BACKENDS if find_module_spec(m) is not None],
     }
     if not present:
         return facts
@@ -139,8 +131,7 @@ def fp8_weights(facts: Dict[str, Any], env: Target) -> List[Finding]:
     if not asked or facts.get("dtypes"):
         return []
     version = facts.get("torch", "?")
-    # bf16 where the run has it (a bf16 GPU, or the CPU, which fix checks again), fp16 on other GPUs
-    fallback = "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
+    fallback = env.half
     return [Finding(ID, "config-fp8-weights-no-float8", Severity.ERROR,
                     "%s asks for fp8 weights; torch %s has no float8 dtypes" % (asked[0].where(), version),
                     config_evidence(env.intent, asked) + ("torch %s has none of %s" % (version, ", ".join(MAIN_FLOAT8)),),
@@ -166,9 +157,7 @@ def fp8_training(facts: Dict[str, Any], env: Target) -> List[Finding]:
         gpus = [d for d in facts.get("devices") or () if "capability" in d]
         seen = ", ".join("%s (%s, compute capability %s)" % (d["id"], d.get("name"), d["capability"]) for d in gpus) or "no CUDA GPU"
         why = "torch %s has no float8 dtypes" % facts.get("torch", "?") if not facts.get("dtypes") else "fp8 matmul ran on no device here"
-        # bf16 where each GPU has it natively, else fp16; the CPU keeps bf16, which fix checks
-        # again against the CPU's measured kernels
-        fallback = "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
+        fallback = env.half
         return [Finding(ID, "config-fp8-unsupported", Severity.ERROR,
                         "%s asks for fp8 mixed precision; %s" % (setting.where(), why),
                         evidence + ("devices: %s" % seen, "fp8 matmul (torch._scaled_mm) needs compute capability 8.9 or newer (Ada, Hopper, Blackwell)"),

@@ -85,14 +85,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 # ---------------------------------------------------------------- rules
 
 
-def _fallback(env: Target) -> str:
-    """The weights a run here can load instead: bf16 where each GPU has it natively (or on the
-    CPU, which fix checks again against the CPU's kernels), else fp16."""
-    return "fp16" if env.gpus and not all(g.bf16 for g in env.gpus) else "bf16"
-
-
 def _config_way_out(env: Target, dtype: str) -> Remedy:
-    fallback = _fallback(env)
+    fallback = env.half
     onetrainer = {"bf16": "BFLOAT_16", "fp16": "FLOAT_16"}[fallback]
     return config_remedy("Load the base weights in %s instead of %s (more memory, no bitsandbytes): axolotl `load_in_4bit: false`, "
                          "autotrain `quantization: null`, OneTrainer `weight_dtype: %s`" % (fallback, dtype, onetrainer),

@@ -7,7 +7,6 @@ Stdlib only, Python 3.8+: runs inside the worker.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -16,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target.model import ProbeContext
 from envdoctor.target.probekit.distributions import installed, requires
-from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.imports import find_module_spec, record_import
 from envdoctor.target.probekit.text import exception_chain
 
 APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # docs/facts.md §5, compiled modules
@@ -33,13 +32,6 @@ EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
     ("flash-attn", ("flash-attn", "flash_attn"), "flash_attn", ("flash_attn",)),
     ("bitsandbytes", ("bitsandbytes",), "bitsandbytes", ("bitsandbytes",)),
 )
-
-def _find_spec(name: str) -> Any:
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError, AttributeError):
-        return None
-
 
 def _package_dir(spec: Any) -> Optional[str]:
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
@@ -94,9 +86,9 @@ def _xformers_load_error() -> Optional[List[str]]:
 def _apex(facts: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """NVIDIA apex's compiled modules, or a note that the installed apex is not NVIDIA's."""
     dist, version = installed(("apex",))
-    spec = _find_spec("apex")
+    spec = find_module_spec("apex")
     directory = _package_dir(spec) if spec is not None else None
-    compiled = [m for m in APEX_MODULES if _find_spec(m) is not None]
+    compiled = [m for m in APEX_MODULES if find_module_spec(m) is not None]
     if dist is None and spec is None and not compiled:
         return None
     impostor = bool(version and version.startswith("0.9.")) or bool(
@@ -138,7 +130,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     }
     for name, dists, top, modules in EXTENSIONS:
         dist, version = installed(dists)
-        spec = _find_spec(top)
+        spec = find_module_spec(top)
         if spec is None:
             if dist is not None:
                 facts["skipped"].append({"name": name, "version": version,

@@ -8,7 +8,6 @@ Stdlib only, Python 3.8+: runs inside the worker; torch is passed in.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import sys
@@ -19,7 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from envdoctor.target.model import ProbeContext, available_devices, op_fact
 from envdoctor.target.probekit.distributions import installed
-from envdoctor.target.probekit.imports import record_import
+from envdoctor.target.probekit.imports import find_module_spec, record_import
 from envdoctor.target.probekit.ops import seeded_generator, synchronize
 from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import TORCH_DTYPE, dtype_name, error_text, exception_chain, installed_path, library_frame, warning_texts
@@ -271,10 +270,7 @@ def _probe_libraries(torch: Any, plan: setups.Plan, facts: Dict[str, Any]) -> No
 def _installed(library: str) -> bool:
     """Installed as a distribution, or importable all the same (a source checkout on the path);
     find_spec of a top-level name runs none of its code."""
-    try:
-        return installed((library,))[0] is not None or importlib.util.find_spec(library) is not None
-    except (ImportError, ValueError):
-        return False
+    return installed((library,))[0] is not None or find_module_spec(library) is not None
 
 
 def _probe_library(torch: Any, library: str, wanted: List[setups.Setup], plan: setups.Plan, done: Set[str],

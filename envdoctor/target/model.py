@@ -179,6 +179,12 @@ class Target:
         return any(gpu.bf16 for gpu in self.gpus)
 
     @property
+    def half(self) -> str:
+        """The half precision a run here falls back to (from fp8 or a quantized base): bf16 where
+        each GPU has it natively, or on the CPU (whose kernels fix checks again), else fp16."""
+        return "fp16" if self.gpus and not all(gpu.bf16 for gpu in self.gpus) else "bf16"
+
+    @property
     def os(self) -> str:
         """"linux", "win32", "darwin": sys.platform, or derived from platform.platform()."""
         if self.sys_platform:

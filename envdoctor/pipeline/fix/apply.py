@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.pipeline.check.engine import run_check
 from envdoctor.pipeline.check.request import CheckRequest
@@ -64,15 +64,10 @@ def builds_on(steps: Sequence[Step]) -> Dict[int, List[int]]:
     and edits the text the one before it left). Every other step stands on its own."""
     later: Dict[int, List[int]] = {s.number: [] for s in steps}
     for i, step in enumerate(steps):
-        files = _files(step)
         for other in steps[i + 1:]:
-            if files & _files(other):
+            if step.files & other.files:
                 later[step.number].append(other.number)
     return later
-
-
-def _files(step: Step) -> Set[str]:
-    return {f.path for f in getattr(step.action, "files", ())}
 
 
 def _with_dependents(numbers: Sequence[int], later: Mapping[int, Sequence[int]]) -> List[int]:

@@ -10,6 +10,7 @@ listed as having no remedy), and is never "applied".
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -34,6 +35,11 @@ class Step:
     @property
     def checks(self) -> List[str]:
         return list(dict.fromkeys(f.check for f in self.findings))
+
+    @property
+    def files(self) -> Set[str]:
+        """The config files the step edits, each as the real path its symlinks lead to."""
+        return {os.path.realpath(f.path) for f in getattr(self.action, "files", ())}
 
     def to_dict(self) -> Dict[str, Any]:
         return {

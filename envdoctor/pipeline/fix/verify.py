@@ -63,16 +63,12 @@ def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Dict[int, 
     for finding in new:
         config = (finding.subject or {}).get("config") or {}
         named = _config_path(config.get("file"))
-        editors = [s for s in steps if named is not None and named in _edited(s)]
+        editors = [s for s in steps if named is not None and named in s.files]
         if not editors and named is None:
-            editors = [s for s in steps if not _edited(s)] or list(steps)
+            editors = [s for s in steps if not s.files] or list(steps)
         for step in editors or steps:
             out.setdefault(step.number, []).append(finding)
     return out
-
-
-def _edited(step: Step) -> List[str]:
-    return [os.path.realpath(f.path) for f in getattr(step.action, "files", ())]
 
 
 def _config_path(file: Any) -> Optional[str]:

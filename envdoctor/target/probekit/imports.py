@@ -11,6 +11,7 @@ Stdlib only, Python 3.8+: runs inside the worker.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 import os
 import re
@@ -26,6 +27,15 @@ from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import error_text, exception_chain, warning_texts
 
 _MAX_TEXT = 3000
+
+
+def find_module_spec(name: str) -> Any:
+    """Where `import name` would load from, without running any of its code; None when it is
+    not there or its parent package cannot even be looked at."""
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
 
 
 class _OutputCapture:
