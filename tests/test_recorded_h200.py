@@ -1,0 +1,114 @@
+"""The rules on facts recorded on a real NVIDIA H200 (torch 2.11.0+cu130, driver 580.159.04,
+tests/fixtures/README.md): what the hand-written GPU snapshots assume, measured once on a real
+Hopper machine. The rules are pure, so judging the recorded facts again must give exactly the
+findings the recording machine printed; and the facts say what only a real GPU can say."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pytest
+from conftest import env_of, load_fixture
+
+from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.pipeline.explain.match import match
+from envdoctor.pipeline.explain.reader import read_text
+
+CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
+SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json"]
+
+
+def checks_of(name: str) -> Dict[str, Dict[str, Any]]:
+    return {c["id"]: c for c in load_fixture(name)["checks"]}
+
+
+def codes(findings: List[Any]) -> List[str]:
+    return sorted(f.code if hasattr(f, "code") else f["code"] for f in findings)
+
+
+@pytest.mark.parametrize("name", SNAPSHOTS)
+def test_the_rules_judge_the_recorded_facts_as_the_h200_did(name: str) -> None:
+    report = load_fixture(name)
+    env = env_of(report)
+    assert env.gpus and env.gpus[0].name == "NVIDIA H200" and env.gpus[0].capability == "9.0"
+    for check in report["checks"]:
+        assert codes(CHECKS[check["id"]].judge(check["facts"], env)) == codes(check["findings"]), (name, check["id"])
+
+
+def test_the_whole_stack_is_healthy_on_a_hopper_gpu() -> None:
+    checks = checks_of("h200-torch-2.11.0-cu130.json")
+    errors = [(i, f["code"]) for i, c in checks.items() for f in c["findings"] if f["severity"] in ("error", "warning")]
+    assert errors == []
+    assert set(checks) == set(CHECKS)  # every check ran, none skipped
+    assert all(c["status"] == "ok" for c in checks.values())
+
+
+def test_cuda_compat_reads_the_driver_three_ways_and_they_agree() -> None:
+    facts = checks_of("h200-torch-2.11.0-cu130.json")["cuda-compat"]["facts"]
+    assert facts["nvidia_smi"]["gpus"][0]["driver_version"] == "580.159.04"
+    assert facts["proc_driver"]["version"] == "580.159.04"
+    assert facts["libcuda"]["cuInit"] == "CUDA_SUCCESS" and facts["libcuda"]["driver_version"] == 13000
+
+
+def test_bf16_is_native_on_sm90_and_measured_faster_than_fp32() -> None:
+    facts = checks_of("h200-torch-2.11.0-cu130.json")["bf16-support"]["facts"]
+    device = facts["devices"][0]
+    assert device["is_bf16_supported_native"] is True
+    assert all(op["ok"] for op in facts["ops"])
+    assert device["timing"]["ms"]["bfloat16"] < device["timing"]["ms"]["float32"]
+
+
+def test_cublas_gemms_and_cudnn_convs_run_in_every_dtype() -> None:
+    facts = checks_of("h200-torch-2.11.0-cu130.json")["cublas"]["facts"]
+    assert facts["devices"][0]["handle"]["ok"] is True
+    ran = {(op["op"], op["dtype"]) for op in facts["ops"] if op["ok"]}
+    assert {("gemm", "float32"), ("gemm", "float16"), ("gemm", "bfloat16"), ("conv2d", "float32")} <= ran
+
+
+def test_fp8_matmul_hardware_and_scaled_mm_on_hopper_while_cpu_promotion_still_fails() -> None:
+    facts = checks_of("h200-torch-2.11.0-cu130.json")["fp8"]["facts"]
+    gpu = next(d for d in facts["devices"] if d["id"] == "cuda:0")
+    assert gpu["fp8_matmul_hardware"] is True and facts["scaled_mm"] is True
+    # float8 never promotes, on any device: seed 003's message is a property of torch, not of the CPU
+    promotions = [op for op in facts["ops"] if op["op"] == "add" and op["dtype"].startswith("float8")]
+    assert promotions and not any(op["ok"] for op in promotions)
+    assert any("Promotion for Float8 Types is not supported" in (op["error"] or "") for op in promotions)
+
+
+def test_seed_003_fails_on_a_real_hopper_too_and_the_remedies_are_measured_there() -> None:
+    """DoRA on a float8 base is not a CPU artefact: peft 0.21.0 on the H200 fails while adding
+    the adapter, and plain LoRA on the same base and DoRA on a bf16 base pass there."""
+    finding = checks_of("h200-seed-003-dora-fp8.json")["dora-fp8"]["findings"][0]
+    assert finding["code"] == "dora-float8-base" and finding["severity"] == "error"
+    evidence = "\n".join(finding["evidence"])
+    assert "cuda:0: NotImplementedError: \"addmm_cuda\" not implemented for 'Float8_e4m3fn'" in evidence
+    assert "LoRA, float8_e4m3fn base, float16 adapter, cuda:0: passes" in evidence
+    assert "DoRA, bfloat16 base, float16 adapter, cuda:0: passes" in evidence
+    assert [r["id"] for r in finding["remedies"]] == ["dora-off", "base-bf16"]
+
+
+def test_explain_names_dora_fp8_for_the_error_the_h200_raised() -> None:
+    """The message the real GPU gave (not the CPU's mul_cpu_reduced_float) with peft's frame."""
+    run = next(r for r in checks_of("h200-seed-003-dora-fp8.json")["dora-fp8"]["facts"]["runs"]
+               if r["device"] == "cuda:0" and r["adapter"] == "dora" and r["base_dtype"] == "float8_e4m3fn")
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/me/venv/lib/python3.12/site-packages/peft/tuners/lora/dora.py", line 80, in update_layer\n'
+            "    weight_norm = self.get_weight_norm(weight, lora_weight, scaling)\n"
+            "%s: %s\n" % (run["error_type"], run["error"]))
+    found = match(read_text(text), list(CHECKS.values())).diagnoses
+    assert found and found[0].check == "dora-fp8"
+
+
+def test_a_4bit_base_runs_with_bitsandbytes_on_the_gpu() -> None:
+    check = checks_of("h200-onetrainer-flux-nf4.json")["quantized-base"]
+    assert check["facts"]["runs"] == [{"op": "Linear4bit", "device": "cuda:0", "dtype": "nf4", "ok": True, "error": None,
+                                       "max_rel_err": None, "out_dtype": "float32"}]
+    assert codes(check["findings"]) == ["quantized-runs"]
+
+
+def test_a_python_only_apex_fails_its_fused_norms_on_the_gpu_and_is_told_to_rebuild() -> None:
+    """NVIDIA apex from its repository installed without --cuda_ext, under the same torch."""
+    finding = checks_of("h200-apex-python-only.json")["apex"]["findings"][0]
+    assert finding["code"] == "apex-no-cuda-extensions" and finding["severity"] == "error"
+    assert any("FusedRMSNorm(8) raises ModuleNotFoundError: No module named 'fused_layer_norm_cuda'" in e for e in finding["evidence"])
+    assert [r["id"] for r in finding["remedies"]][:1] == ["apex-build-from-source"]
