@@ -360,7 +360,7 @@ SIGNATURES = (
     # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
     # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
     # compute capability 7.5." (github.com/vllm-project/vllm/issues/1157, /issues/946)
-    Signature("bf16-unsupported", r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+    Signature("bf16-unsupported", r"(?i)bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
               cause="the GPU has compute capability below 8.0 (no native bf16); use fp16 (`--dtype half`) or fp32",
               remedies=BF16_REMEDIES),
     # transformers TrainingArguments._validate_args (src/transformers/training_args.py, huggingface/transformers @ 00349ae8):
@@ -390,6 +390,26 @@ SIGNATURES = (
     Signature("bf16-unsupported", r"\"\w*cuda\w*\" not implemented for 'BFloat16'",
               cause="this torch has no CUDA bf16 kernel for the operation (older torch, or an op without bf16 coverage)",
               remedies=BF16_REMEDIES),
+    # torch.autocast on a GPU without bf16 (torch/amp/autocast_mode.py, pytorch/pytorch): "Current CUDA Device does
+    # not support bfloat16. Please switch dtype to float16." (github.com/karpathy/nanoGPT/pull/277)
+    Signature("bf16-unsupported", r"Current CUDA Device does not support (bfloat16|BFloat16)",
+              cause="autocast was asked for bf16 on a GPU without it (compute capability below 8.0)", remedies=BF16_REMEDIES),
+    # xformers' dispatcher lists why each kernel was refused: "bf16 is only supported on A100+ GPUs"
+    # (github.com/XLabs-AI/x-flux-comfyui/issues/24); Triton's ptxas refuses bf16 PTX below sm_80:
+    # "Feature '.bf16' requires .target sm_80 or higher"
+    # transformers' guard for TF32, Ampere's other precision: "--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7"
+    Signature("bf16-unsupported", r"--tf32 requires Ampere or a newer GPU arch",
+              cause="TF32 (like bf16) needs an Ampere or newer GPU (compute capability 8.0+)",
+              remedies=(Remedy("Turn tf32 off (`--tf32 false`) on this GPU, or move to an Ampere or newer GPU", id="tf32-off"),)),
+    Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|Feature '\.bf16' requires \.target sm_80",
+              cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0",
+              remedies=BF16_REMEDIES),
+    # Apple MPS before macOS 14 has no bf16: "TypeError: BFloat16 is not supported on MPS"
+    # (github.com/hiyouga/LlamaFactory/issues/2090)
+    Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS",
+              cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
+              remedies=(Remedy("Use fp16 or fp32 on MPS (`--bf16 false --fp16 true`, `torch_dtype=torch.float16`), or update "
+                               "macOS to 14+ and torch to 2.3+", id="mps-fp16"),)),
     Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
               cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
               remedies=BF16_REMEDIES),

@@ -228,6 +228,17 @@ SIGNATURES = (
               cause="this torch has no CPU kernel for the operation in half precision (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",
               remedies=EXPLAIN_REMEDIES),
+    # torch before 1.x named the TH function: "_th_addmm is not implemented for type torch.HalfTensor"
+    Signature("fp16-missing", r"_th_\w+ is not implemented for type (Half|BFloat16)",
+              cause="this torch has no CPU kernel for the operation in half precision", remedies=EXPLAIN_REMEDIES),
+    # The libraries refuse before any kernel runs: transformers TrainingArguments (src/transformers/training_args.py):
+    # "FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation
+    # (`--fp16_full_eval`) can only be used on CUDA or NPU devices ..." (older: "... can only be used on CUDA
+    # devices."); accelerate: "fp16 mixed precision requires a GPU (not 'mps')."
+    Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
+                              r"fp16 mixed precision requires a GPU",
+              cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
+                    "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
     Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported",
               cause="CPU autocast does not support the requested half dtype in this torch", remedies=EXPLAIN_REMEDIES),
 )

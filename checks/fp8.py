@@ -272,6 +272,13 @@ SIGNATURES = (
                                  r"torch\._scaled_mm is only supported on (CUDA devices|GPUs) with",
               cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
               remedies=(Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16"),)),
+    # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
+    # github.com/kijai/ComfyUI-CogVideoXWrapper/issues/136)
+    Signature("no-fp8-hardware", r"CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLt",
+              context=(r"fp8|float8|Float8|e4m3|_scaled_mm|--fast|fast ?mode",), context_required=True,
+              cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
+              remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "
+                               "Ada/Hopper GPU", id="compute-bf16"),)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )

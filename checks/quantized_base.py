@@ -16,7 +16,7 @@ import importlib
 from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.target.intent import config_evidence, config_subject
-from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Target
+from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.probekit.ops import run_op
 from envdoctor.target.probekit.steps import step
@@ -148,6 +148,29 @@ def summarize(facts: Dict[str, Any]) -> str:
         "%s %s on %s" % (r.get("dtype"), "ok" if r.get("ok") else "fails", r.get("device")) for r in runs))
 
 
+# How a bitsandbytes that cannot quantize here reads in a log. bitsandbytes' own loader warns "The installed version of
+# bitsandbytes was compiled without GPU support" (bitsandbytes/cextension.py, 0.37-0.42) or fails its CUDA setup ("CUDA
+# Setup failed despite GPU being available"); its CPU library then lacks the GPU functions ("libbitsandbytes_cpu.so:
+# undefined symbol: cadam32bit_grad_fp32"; github.com/deepseek-ai/DeepSeek-Coder/issues/97,
+# github.com/bitsandbytes-foundation/bitsandbytes/issues/176). transformers says bitsandbytes is unusable as "Using
+# `bitsandbytes` 8-bit quantization requires Accelerate ... and the latest version of bitsandbytes", which it also says
+# when no CUDA GPU is there.
+EXPLAIN_REMEDIES = (
+    Remedy("Load the base in bf16/fp16 instead of 4/8-bit where there is no CUDA GPU (axolotl `load_in_4bit: false`, "
+           "transformers without `BitsAndBytesConfig`)", id="no-quantization"),
+    Remedy("Install a bitsandbytes built for this machine (`pip install -U bitsandbytes`: 0.43+ ships CUDA, CPU and Windows "
+           "builds in one wheel), into the interpreter that runs the script", id="bitsandbytes-upgrade"),
+)
+SIGNATURES = (
+    Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA Setup failed despite GPU being available|"
+                                 r"libbitsandbytes_cpu\.(so|dll)|undefined symbol: c\w+32bit_grad_fp32",
+              cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
+              remedies=EXPLAIN_REMEDIES),
+    Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)",
+              cause="transformers finds no usable bitsandbytes: not installed, too old, or no CUDA GPU for it",
+              remedies=EXPLAIN_REMEDIES[::-1]),
+)
+
 CHECK = Check(
     id=ID,
     title="4-bit / 8-bit bitsandbytes base weights",
@@ -155,4 +178,5 @@ CHECK = Check(
     diagnose=diagnose,
     summarize=summarize,
     order=75,
+    signatures=SIGNATURES,
 )

@@ -234,6 +234,11 @@ INSTALL_TORCH = Remedy("Install torch into the interpreter that runs the script 
 REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch==<the installed version>`): files of it are "
                          "missing or come from another build", id="torch-reinstall")
 
+# WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
+PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
+VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
+                    "reinstall torch into this interpreter", id="vc-redist")
+
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -245,8 +250,36 @@ SIGNATURES = (
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
               cause="numpy is not installed beside torch",
               remedies=(Remedy("Install numpy into the same interpreter as torch", id="numpy-install"),)),
-    Signature("numpy-abi", r"compiled using NumPy 1\.x cannot be run in\s+NumPy 2", cause="torch was built against numpy 1.x",
+    # numpy prints its warning over several lines ("... cannot be run in" / "NumPy 2.0.0 as it may crash"): its first line
+    # is enough, and the errors that follow it (_ARRAY_API, multiarray) say the same (github.com/TorchIO-project/torchio/pull/1183)
+    Signature("numpy-abi", r"A module that was compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|"
+                           r"numpy\.core\.multiarray failed to import",
+              cause="torch (or a module beside it) was built against numpy 1.x and numpy 2 is installed",
               remedies=(Remedy("Install numpy<2 beside this torch, or upgrade torch to a release built against numpy 2", id="numpy-downgrade"),)),
+    # Windows: torch's own DLLs (torch\lib\c10.dll, fbgemm.dll, shm.dll, cudnn_*.dll) fail to load. Python writes
+    # `Error loading "<path>" or one of its dependencies` in English whatever the language of the OS text before it
+    # ("[WinError 126] 找不到指定的模块。", "Le module spécifié est introuvable."); a notebook's error JSON doubles the
+    # backslashes. The usual cause is a missing Visual C++ runtime (libomp140/vcruntime) or a broken install
+    # (github.com/huggingface/diffusers/issues/5247, github.com/chn-lee-yumi/MaterialSearch/issues/105).
+    Signature("torch-dll-failed", r'Error loading \\?"?[^"\n]*torch[\\/]+lib[\\/]+[\w.-]+\.dll',
+              cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
+                    "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
+              remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
+    Signature("torch-dll-failed", r"\[WinError 12[67]\]|DLL load failed",
+              frames=(r"(^|/)torch/(__init__|_C)\.py",), frames_required=True,
+              cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
+              remedies=(VC_RUNTIME, REINSTALL_TORCH)),
+    Signature("torch-dll-failed", r"\[WinError 12[67]\]", context=(r"torch[\\/]+lib[\\/]+[\w.-]+\.dll",), context_required=True,
+              cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
+                    "the install is broken", remedies=(VC_RUNTIME, REINSTALL_TORCH)),
+    # "Torch not compiled with CUDA enabled" read the other way: no CUDA on this machine at all (a Mac; a laptop without
+    # an NVIDIA GPU) and code that asks for cuda. cuda-compat's reading (a CPU wheel beside an NVIDIA GPU) leads unless
+    # the log shows such a machine; the live probe decides between them.
+    Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
+              context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64",),
+              cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
+              remedies=(Remedy("Run on the device this machine has: `mps` on Apple silicon, else `cpu` (the script's or config's "
+                               "device setting; `.cuda()` calls become `.to(device)`)", id="device-here"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
               cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
                     "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),

@@ -10,6 +10,9 @@ UNINSTALL_IMPOSTOR = Remedy("Uninstall the PyPI package named apex (`pip uninsta
 REBUILD = Remedy("Rebuild NVIDIA apex from its source against the installed torch, with its C++ and CUDA extensions "
                  "(APEX_CPP_EXT=1 APEX_CUDA_EXT=1 pip install -v --no-build-isolation git+https://github.com/NVIDIA/apex), "
                  "or uninstall it: transformers and diffusers fall back to their own code", id="apex-build-from-source")
+NO_AMP = Remedy("Use torch's own mixed precision (torch.amp.autocast and torch.amp.GradScaler; transformers/accelerate "
+                "`fp16: true`) instead of apex.amp, or build apex 25.05 or older (the last tag with apex.amp) from source",
+                id="apex-amp-removed")
 FUSED_NORM_REMEDIES = (
     Remedy("Uninstall apex: transformers (4.17 to 5.7) then uses its own T5LayerNorm instead of apex FusedRMSNorm, which "
            "accepts an input of another dtype than its weight", id="apex-uninstall"),
@@ -44,6 +47,16 @@ SIGNATURES = (
     Signature("apex-impostor", r"cannot import name '\w+' from 'pyramid[\w.]*'", frames=(r"apex/",), frames_required=True,
               cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),
+    # the impostor's own __init__ imports a name Pyramid 2 removed: the message alone says which apex it is
+    Signature("apex-impostor", r"cannot import name 'UnencryptedCookieSessionFactoryConfig'",
+              cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    # NVIDIA apex removed apex.amp (github.com/NVIDIA/apex/pull/1896, May 2025; first in the 25.07 tag): code written for it
+    # (`from apex import amp`) fails on a current build, as it does on the impostor
+    Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?",
+              cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
+                    "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
+              remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
     Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),

@@ -19,20 +19,26 @@ EXPLAIN_REMEDIES = (
     Remedy("Reinstall the torch CUDA wheel and its nvidia-* packages so that torch and cuBLAS match", id="reinstall-torch-cuda"),
 )
 
+# A cuBLAS/cuDNN error after a device-side assert is that assert's echo: CUDA reports a kernel's failure at the next
+# API call, often cublasCreate (an embedding index out of range: github.com/huggingface/transformers/issues/6263).
+AFTER_ASSERT = r"device-side assert|Assertion `[^`]*` failed|index out of range|indexSelect\w*Kernel|srcIndex < srcSelectDimSize"
+
 # Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
 SIGNATURES = (
     Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED",
               cause="cuBLAS could not start: a GPU out of memory (another process, another rank on the same GPU), or "
-                    "broken or mismatched cuBLAS libraries", remedies=EXPLAIN_REMEDIES),
+                    "broken or mismatched cuBLAS libraries", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
               cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
-                    "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES),
+                    "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
-                    "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:]),
-    Signature("cudnn-failed", r"CUDNN_STATUS_[A-Z_]+",
+                    "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
+              unless=(AFTER_ASSERT,)),
+    # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
+    Signature("cudnn-failed", r"CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
-                    "not match the torch build", remedies=EXPLAIN_REMEDIES),
+                    "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
               cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
 )

@@ -25,10 +25,15 @@ SIGNATURES = (
               frames=(r"torch/cuda/__init__\.py",),
               cause="torch was not built for this GPU's architecture",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."
+    Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer",
+              cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",
+              remedies=(Remedy("Use the model's SDPA or eager attention on this GPU (transformers `attn_implementation=\"sdpa\"`), "
+                               "or an Ampere or newer GPU", id="attention-sdpa"),)),
     Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version",
               cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
-    Signature("driver-too-old", r"The NVIDIA driver on your system is too old \(found version (\d+)\)",
+    Signature("driver-too-old", r"(The )?NVIDIA driver on your system is too old \(found version (\d+)\)",
               frames=(r"torch/cuda/__init__\.py",),
               cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),

@@ -30,6 +30,15 @@ OOM_HINTS = (r"out of memory|OutOfMemory|Tried to allocate|CUDA_ERROR_OUT_OF_MEM
              r"reserved in total by PyTorch|memory (is )?(full|exhausted)|\bOOM\b|VRAM|GPU memory|显存",)
 
 SIGNATURES = (
+    # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
+    # (github.com/TQTQliu/MVSGaussian/issues/18: the maintainer names GPU memory as its usual cause)
+    Signature("out-of-memory", r"Unable to find a valid cuDNN algorithm to run convolution",
+              cause="no cuDNN convolution algorithm fits in the GPU memory left: the GPU is (nearly) full",
+              remedies=EXPLAIN_REMEDIES),
+    # Apple silicon's unified memory through MPS: "MPS backend out of memory (MPS allocated: ..., other allocations: ...)"
+    Signature("out-of-memory", r"MPS backend out of memory",
+              cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
+              remedies=EXPLAIN_REMEDIES),
     Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate",
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",

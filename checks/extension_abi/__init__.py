@@ -46,7 +46,9 @@ SIGNATURES = (
               frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
                                           "was built for another torch release or CUDA build",
               remedies=(REINSTALL_EXTENSION,)),
-    Signature("import-fails", r"undefined symbol: \S+", frames=_EXT_FRAMES + _COMPANION_FRAMES,
+    # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
+    # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
+    Signature("import-fails", r"undefined symbol: (_Z\S+|cuda\w+|nccl\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
@@ -57,7 +59,7 @@ SIGNATURES = (
     Signature("import-fails", r"Couldn't load custom C\+\+ ops", frames=(r"torchvision",),
               cause="torchvision's C++ ops did not load: torchvision and torch do not match",
               remedies=(REINSTALL_EXTENSION,)),
-    Signature("import-fails", r"DLL load failed( while importing \w+)?",
+    Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",

@@ -20,7 +20,7 @@ diffusers costs seconds (more than `import torch`), and a second worker overlaps
 
 from __future__ import annotations
 
-from envdoctor.target.model import Check, Signature
+from envdoctor.target.model import Check, Remedy, Signature
 
 from .probe import probe
 from .rules import ID, diagnose, summarize
@@ -43,6 +43,16 @@ SIGNATURES = (
                             r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
               frames=(r"transformers[/\\]models[/\\]clip[/\\]",), frames_required=True, supporting=True,
               cause="a layer norm's fp32 weights met half-precision activations on the CPU"),
+    # fp16 overflow (max 65504) inside a model turns activations into inf/NaN: sampling then refuses the probabilities
+    # (transformers generate -> torch.multinomial) and image pipelines cast NaN pixels (black images). Models trained
+    # in bf16 (T5, most LLMs since, SDXL's VAE) overflow in fp16 (github.com/huggingface/transformers/issues/4586).
+    Signature("fp16-overflow", r"probability tensor contains either .?inf.?, .?nan.? or element < 0|invalid value encountered in cast",
+              # a diffusers pipeline's image processor casting NaN pixels is the fp16 VAE's overflow (black images)
+              context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|diffusers[\\/]+image_processor\.py",), context_required=True,
+              cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
+              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
+                               "torch.bfloat16`; SDXL: an fp32 VAE or madebyollin/sdxl-vae-fp16-fix, `--no-half-vae`)",
+                               id="bf16-not-fp16"),)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),

@@ -109,7 +109,10 @@ class Signature:
     its own: its check's probe can reproduce what another check diagnosed (the real
     model code of the installed libraries), so `explain` runs it to confirm.
     `remedies` say what to change, known without probing; the check's findings on the
-    live stack add the exact commands.
+    live stack add the exact commands. `unless` names what rules the family out when the
+    error or the lines around it show it: the trace of another cause that this error only
+    follows (a device-side assert before a cuBLAS failure, a plain C symbol that no torch
+    build ever exported).
     """
 
     code: str
@@ -121,6 +124,7 @@ class Signature:
     context_required: bool = False
     supporting: bool = False
     remedies: Tuple[Remedy, ...] = ()
+    unless: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,12 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surround
     found = _compiled(sig.message).search(text)
     if not found:
         return None
+    if sig.unless:
+        ruled_out = _first_match(sig.unless, [text] + surroundings.of(error))
+        if ruled_out:
+            if not sig.supporting:
+                near.append(NearMiss(check.id, sig.code, "the message matches, but the log shows another cause: %s" % _first_line(ruled_out)))
+            return None
     frames_hit = bool(sig.frames) and _any(sig.frames, error.paths)
     if sig.frames_required and not frames_hit:
         if not sig.supporting:
