@@ -278,6 +278,7 @@ SIGNATURES = (
     Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
               context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
+              confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Run on the device this machine has: `mps` on Apple silicon, else `cpu` (the script's or config's "
                                "device setting; `.cuda()` calls become `.to(device)`)", id="device-here"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",

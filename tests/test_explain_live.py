@@ -52,6 +52,28 @@ def test_the_fp32_fp16_linear_of_seed_001_is_confirmed_here_in_the_cpu_wording()
     assert "linear input fp32 × weight fp16 on cpu" in first["confirmation"]
 
 
+NOT_COMPILED = """Traceback (most recent call last):
+  File "/home/me/train.py", line 12, in <module>
+    model = model.cuda()
+  File "/home/me/venv/lib/python3.11/site-packages/torch/cuda/__init__.py", line 310, in _lazy_init
+    raise AssertionError("Torch not compiled with CUDA enabled")
+AssertionError: Torch not compiled with CUDA enabled
+"""
+
+
+def test_torch_not_compiled_with_cuda_is_read_both_ways_and_the_probe_decides() -> None:
+    """From the text alone the CPU wheel beside a GPU leads and the machine without CUDA follows;
+    probed on this machine (a CPU torch, no NVIDIA GPU), cuda-compat finds no CUDA device, which
+    confirms the second reading, and it goes first."""
+    read = [d["check"] for d in explain_json("--no-probe", "-", text=NOT_COMPILED)["diagnoses"]]
+    assert read == ["cuda-compat", "torch-install"]
+    first, second = explain_json("-", text=NOT_COMPILED)["diagnoses"]
+    assert (first["check"], first["code"], first["confirmed"]) == ("torch-install", "no-cuda-here", True)
+    assert "no CUDA device" in first["confirmation"]
+    assert second["check"] == "cuda-compat" and second["confirmed"] is not True
+    assert any(r["id"] == "device-here" for r in first["remedies"])
+
+
 def test_seed_004_is_not_reproduced_by_torch_2_13_and_says_so() -> None:
     proc = run_envdoctor("explain", str(SEED_004))
     assert proc.returncode == 0, proc.stderr

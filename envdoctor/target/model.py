@@ -112,7 +112,9 @@ class Signature:
     live stack add the exact commands. `unless` names what rules the family out when the
     error or the lines around it show it: the trace of another cause that this error only
     follows (a device-side assert before a cuBLAS failure, a plain C symbol that no torch
-    build ever exported).
+    build ever exported). `confirmed_by` names live findings ("check-id:code") that confirm
+    this reading of the message when another check's probe is the one that can tell (no CUDA
+    device here confirms "not compiled with CUDA" read as a machine without CUDA).
     """
 
     code: str
@@ -125,6 +127,7 @@ class Signature:
     supporting: bool = False
     remedies: Tuple[Remedy, ...] = ()
     unless: Tuple[str, ...] = ()
+    confirmed_by: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.explain.match import Diagnosis
 from envdoctor.pipeline.explain.spelling import canonical
-from envdoctor.target.model import CheckResult, Remedy, Report, Severity, Status
+from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, Status
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,9 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
         why = (own.summary or own.status.value) if own else "not run"
         return Verdict(None, "could not be probed here (%s)" % why)
     live = _live_remedies(own, diagnosis.code)
+    witness = _witness(diagnosis, results)
+    if witness is not None:
+        return Verdict(True, "confirmed here: %s" % witness.title, live)
     pattern = re.compile(diagnosis.signature.message)
     failing: List[Tuple[int, int, Dict[str, Any]]] = []
     running: List[Dict[str, Any]] = []
@@ -111,11 +114,28 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     return Verdict(False, "this environment does not reproduce it%s" % (": " + own.summary if own.summary else ""), live)
 
 
-def apply_verdicts(diagnoses: Sequence[Diagnosis], report: Report, supporting: Sequence[str] = ()) -> None:
+def _witness(diagnosis: Diagnosis, results: Sequence[CheckResult]) -> Optional[Finding]:
+    """The live finding another check made that confirms this reading (Signature.confirmed_by)."""
+    wanted = set(diagnosis.signature.confirmed_by)
+    return next((f for r in results for f in r.findings if "%s:%s" % (r.id, f.code) in wanted), None)
+
+
+_RANK = {True: 0, None: 1, False: 2}
+
+
+def apply_verdicts(diagnoses: List[Diagnosis], report: Report, supporting: Sequence[str] = ()) -> None:
+    """Judge each diagnosis live; where one error was read two ways (two families matched the same
+    message), the reading this machine confirms goes first: the probe decides, not the wording."""
     for diagnosis in diagnoses:
         verdict = judge(diagnosis, report.checks, report.environment, supporting)
         diagnosis.confirmed, diagnosis.confirmation = verdict.confirmed, verdict.text
         diagnosis.remedies = _merged(verdict.remedies, diagnosis.remedies)
+    lines = [d.error.line for d in diagnoses]
+    for line in set(lines):
+        places = [i for i, at in enumerate(lines) if at == line]
+        readings = sorted((diagnoses[i] for i in places), key=lambda d: _RANK[d.confirmed])
+        for i, diagnosis in zip(places, readings):
+            diagnoses[i] = diagnosis
 
 
 def _merged(first: Sequence[Remedy], then: Sequence[Remedy]) -> List[Remedy]:
