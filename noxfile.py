@@ -24,11 +24,12 @@ TORCH = "torch==2.13.0"
 INDIRECT_MINIMUMS = ("click==8.0.0",)
 # The end-to-end CLI tests (every option, bad input, each output format), the rules'
 # version arithmetic on packaging, the config readers and edits on PyYAML / tomli, and
-# the fix journal on platformdirs.
+# the fix journal on platformdirs. What these dependencies do in them is the same in the
+# heavier end-to-end suites (fix with pip and real venvs, explain's live probes), which the
+# `tests` session runs beside this one on the same two cores: they are left to it.
 CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py", "tests/test_check_config_e2e.py",
              "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py", "tests/test_configs_edit.py",
-             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_fix_e2e.py", "tests/test_explain.py",
-             "tests/test_explain_live.py")
+             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_explain.py")
 
 
 def lowest_requirements() -> list[str]:
