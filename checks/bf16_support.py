@@ -20,6 +20,7 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.target.intent import config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import bf16_gpu_step
 from envdoctor.target.probekit.gpus import capability_tuple, device_index, identity
@@ -141,6 +142,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         return facts
     fn, ref = _matmul(torch, CPU_N, "cpu", bf16, 44)
     facts["cpu"] = run_op(torch, "matmul", "cpu", "bfloat16", fn, ref, shape=[CPU_N, CPU_N, CPU_N])
+    if "mps" in ctx.select_devices(torch):  # Apple's GPU: bf16 needs macOS 14 and a torch that knows it
+        fn, ref = _matmul(torch, CPU_N, "mps", bf16, 46)
+        facts["mps"] = [run_op(torch, "tensor", "mps", "bfloat16", lambda: torch.ones(4, dtype=bf16, device="mps")),
+                        run_op(torch, "matmul", "mps", "bfloat16", fn, ref, shape=[CPU_N, CPU_N, CPU_N])]
     devices = [d for d in ctx.select_devices(torch) if d.startswith("cuda")]
     if not devices:
         facts["cuda_seen"] = [d for d in available_devices(torch) if d.startswith("cuda")] if ctx.devices is not None else []
@@ -260,9 +265,10 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                         ("hasattr(torch, 'bfloat16') is False",),
                         (pip_remedy("Use fp16 or fp32, or upgrade torch", "torch-upgrade", env, upgrade=["torch"]),), {})]
     devices = facts.get("devices") or []
+    mps = _mps(facts, env)
     if not devices:
-        return [_no_cuda(facts)]
-    findings: List[Finding] = []
+        return mps + [_no_cuda(facts)]
+    findings: List[Finding] = mps
     ops = facts.get("ops") or []
     for dev in devices:
         kind = mode(facts, dev)
@@ -309,6 +315,32 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                         _precision_remedies(dev, env)[:2], subject)
             )
     return findings
+
+
+# torch gates bf16 on MPS by the OS: "MPS BFloat16 is only supported on MacOS 14 or newer" (a TypeError from
+# aten/src/ATen/mps, pytorch/pytorch); older releases said "BFloat16 is not supported on MPS".
+MPS_BF16 = ("Use fp16 or fp32 on MPS (`--bf16 false --fp16 true`, `torch_dtype=torch.float16`, OneTrainer `FLOAT_16`), "
+            "or update macOS to 14 (Sonoma) or newer")
+
+
+def _mps(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    """bf16 on Apple's MPS: the ops run there, or fail as they do before macOS 14."""
+    bad = [o for o in facts.get("mps") or () if not o.get("ok") or _garbage(o)]
+    if not bad:
+        return []
+    accelerators = ["mps"]
+    asked = env.intent.asks_dtype("bf16") if env.intent is not None and env.intent.runs_on(accelerators) == "mps" else []
+    title = "bf16 fails on MPS (%s)" % ", ".join(o["op"] for o in bad)
+    if asked:
+        title = "%s asks for bf16 on MPS; bf16 fails there" % asked[0].where()
+    names = dtype_names(asked)
+    return [Finding(ID, "bf16-mps", Severity.ERROR if asked else Severity.WARNING, title,
+                    config_evidence(env.intent, asked) + tuple("mps bf16 %s: %s" % (o["op"], o.get("error") or
+                                                               "max relative error %s vs fp32" % o.get("max_rel_err")) for o in bad),
+                    (config_remedy(MPS_BF16, "mps-fp16", {n: "fp16" for n in names}, when=dict({n: "bf16" for n in names}, device="mps")),
+                     pip_remedy("Upgrade torch as well: releases older than the macOS 14 gate have no bf16 on MPS at all",
+                                "torch-upgrade", env, upgrade=["torch"])),
+                    dict({"device": "mps", "dtype": "bfloat16"}, **config_subject(asked)))]
 
 
 def _cpu_text(facts: Dict[str, Any]) -> str:
@@ -406,10 +438,9 @@ SIGNATURES = (
               remedies=BF16_REMEDIES),
     # Apple MPS before macOS 14 has no bf16: "TypeError: BFloat16 is not supported on MPS"
     # (github.com/hiyouga/LlamaFactory/issues/2090)
-    Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS",
+    Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14",
               cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
-              remedies=(Remedy("Use fp16 or fp32 on MPS (`--bf16 false --fp16 true`, `torch_dtype=torch.float16`), or update "
-                               "macOS to 14+ and torch to 2.3+", id="mps-fp16"),)),
+              remedies=(Remedy(MPS_BF16, id="mps-fp16"),)),
     Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
               cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
               remedies=BF16_REMEDIES),

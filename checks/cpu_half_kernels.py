@@ -23,7 +23,14 @@ DTYPES = ("float16", "bfloat16")
 TOLERANCE = {"float16": 2e-2, "bfloat16": 8e-2}
 
 
-def _cases(torch: Any, F: Any, dt: Any) -> List[Tuple[str, Callable[[], Any], Callable[[], Any]]]:
+# Apple's MPS runs the same operations in half precision through its own kernels (Metal), with their
+# own gaps; where torch has MPS the fp16 ops run there too (the reference stays fp32 on the CPU).
+# bf16 on MPS is bf16-support's: torch gates it on macOS 14 as a whole, not op by op.
+HALF_DEVICES = ("cpu", "mps")
+DEVICE_DTYPES = {"cpu": DTYPES, "mps": ("float16",)}
+
+
+def _cases(torch: Any, F: Any, dt: Any, device: str = "cpu") -> List[Tuple[str, Callable[[], Any], Callable[[], Any]]]:
     gen = seeded_generator(torch, 0)
     x2, w2, b1 = randn(torch, gen, 4, 16), randn(torch, gen, 8, 16), randn(torch, gen, 8)
     ln_w, ln_b = randn(torch, gen, 16), randn(torch, gen, 16)
@@ -32,8 +39,8 @@ def _cases(torch: Any, F: Any, dt: Any) -> List[Tuple[str, Callable[[], Any], Ca
     gn_x, gn_w, gn_b = randn(torch, gen, 2, 4, 4, 4), randn(torch, gen, 4), randn(torch, gen, 4)
     q, k, v = randn(torch, gen, 1, 2, 4, 8), randn(torch, gen, 1, 2, 4, 8), randn(torch, gen, 1, 2, 4, 8)
 
-    def h(t: Any) -> Any:  # the half-precision input
-        return t.to(dt)
+    def h(t: Any) -> Any:  # the half-precision input, on the device probed
+        return t.to(device=device, dtype=dt)
 
     def r(t: Any) -> Any:  # the same rounded values, in fp32, for the reference
         return t.to(dt).float()
@@ -81,19 +88,22 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "accelerators": [d for d in devices if d != "cpu"],
         "ops": [],
     }
-    if "cpu" not in ctx.select_devices(torch):
+    selected = [d for d in HALF_DEVICES if d in ctx.select_devices(torch)]
+    if not selected:
         facts["not_selected"] = True
         return facts
     import torch.nn.functional as F
 
-    for name in DTYPES:
-        dt = getattr(torch, name, None)
-        if dt is None:
-            facts["ops"].append(op_fact("dtype", "cpu", name, False, "torch has no %s" % name, None))
-            continue
-        for op, fn, ref in _cases(torch, F, dt):
-            facts["ops"].append(run_op(torch, op, "cpu", name, fn, ref))
-        facts["ops"].append(_autocast(torch, dt))
+    for device in selected:
+        for name in DEVICE_DTYPES[device]:
+            dt = getattr(torch, name, None)
+            if dt is None:
+                facts["ops"].append(op_fact("dtype", device, name, False, "torch has no %s" % name, None))
+                continue
+            for op, fn, ref in _cases(torch, F, dt, device):
+                facts["ops"].append(run_op(torch, op, device, name, fn, ref))
+            if device == "cpu":
+                facts["ops"].append(_autocast(torch, dt))
     return facts
 
 
@@ -146,8 +156,44 @@ def _severity(env: Target, asked: List[Setting], accelerators: List[str]) -> Sev
     return Severity.WARNING if accelerators else Severity.ERROR
 
 
-def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
+FP32_ON_MPS = ("Train in fp32 on MPS: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "
+               "OneTrainer `train_dtype: FLOAT_32`")
+
+
+def _mps_findings(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    """The same operations on Apple's MPS: a kernel MPS lacks, or one that returns garbage."""
     findings: List[Finding] = []
+    ops = [o for o in facts.get("ops") or () if o.get("device") == "mps"]
+    accelerators = list(facts.get("accelerators") or ())
+    on_mps = env.intent is not None and env.intent.runs_on(accelerators) == "mps"
+    for dtype in DTYPES:
+        mine = [o for o in ops if o.get("dtype") == dtype]
+        label = short_dtype(dtype)
+        bad = [o for o in mine if not o.get("ok") or _garbage(o, dtype)]
+        if not bad:
+            continue
+        asked = env.intent.asks_dtype(label, bf16_gpu=False) if on_mps and env.intent is not None else []
+        names = [o["op"] for o in bad]
+        names_asked = dtype_names(asked)
+        title = "%s on MPS: %d of %d operations fail or return wrong numbers (%s)" % (label, len(bad), len(mine), ", ".join(names))
+        if asked:
+            title = "%s asks for %s on MPS; this torch's MPS cannot run %s there" % (asked[0].where(), label, ", ".join(names))
+        evidence = tuple("%s %s mps: %s" % (o["op"], label, o.get("error") or "max relative error %s vs fp32" % o.get("max_rel_err"))
+                         for o in bad)
+        findings.append(Finding(
+            ID, "mps-%s-missing" % label, Severity.ERROR if asked else Severity.WARNING, title,
+            config_evidence(env.intent, asked) + evidence,
+            (config_remedy(FP32_ON_MPS, "precision-fp32-mps", {n: "fp32" for n in names_asked},
+                           when=dict({n: label for n in names_asked}, device="mps")),
+             pip_remedy("Upgrade torch (and macOS): torch %s's MPS lacks %s %s; MPS gains kernels with each release"
+                        % (facts.get("torch", "?"), label, ", ".join(names)), "torch-upgrade", env, upgrade=["torch"])),
+            dict({"device": "mps", "dtype": dtype, "ops": names}, **config_subject(asked)),
+        ))
+    return findings
+
+
+def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    findings: List[Finding] = _mps_findings(facts, env)
     ops = [o for o in facts.get("ops") or () if o.get("device") == "cpu"]
     accelerators = list(facts.get("accelerators") or ())
     for dtype in DTYPES:
@@ -201,12 +247,17 @@ def summarize(facts: Dict[str, Any]) -> str:
         return "CPU not selected"
     ops = facts.get("ops") or []
     parts = []
-    for dtype in DTYPES:
-        mine = [o for o in ops if o.get("dtype") == dtype]
-        good = [o for o in mine if o.get("ok")]
-        errs = [float(o["max_rel_err"]) for o in good if isinstance(o.get("max_rel_err"), (int, float))]
-        worst = (", max rel err %.1e" % max(errs)) if errs else ""
-        parts.append("%s %d/%d ops%s" % (short_dtype(dtype), len(good), len(mine), worst))
+    devices = [d for d in HALF_DEVICES if any(o.get("device") == d for o in ops)]
+    for device in devices:
+        for dtype in DEVICE_DTYPES[device]:
+            mine = [o for o in ops if o.get("dtype") == dtype and o.get("device") == device]
+            if not mine:
+                continue
+            good = [o for o in mine if o.get("ok")]
+            errs = [float(o["max_rel_err"]) for o in good if isinstance(o.get("max_rel_err"), (int, float))]
+            worst = (", max rel err %.1e" % max(errs)) if errs else ""
+            where = "" if devices == ["cpu"] else "%s " % device
+            parts.append("%s%s %d/%d ops%s" % (where, short_dtype(dtype), len(good), len(mine), worst))
     return "; ".join(parts)
 
 

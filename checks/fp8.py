@@ -72,7 +72,12 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
             except Exception as exc:  # noqa: BLE001
                 facts["promote_types"].append({"a": f8_name, "b": other, "ok": False, "error": error_text(exc)})
     for device in ctx.select_devices(torch):
-        if device == "mps":
+        if device == "mps":  # MPS has no float8 storage in the torch releases seen so far: moving a float8 tensor there is the test
+            facts["devices"].append({"id": "mps"})
+            for f8_name in [n for n in MAIN_FLOAT8 if n in present]:
+                f8 = getattr(torch, f8_name)
+                facts["ops"].append(run_op(torch, "cast", "mps", f8_name, lambda: x.to(dtype=f8).to("mps").to(torch.float16),
+                                           lambda: x, to_dtype="float16"))
             continue
         info: Dict[str, Any] = {"id": device}
         if device.startswith("cuda"):
@@ -178,6 +183,24 @@ def fp8_training(facts: Dict[str, Any], env: Target) -> List[Finding]:
     return []
 
 
+def _mps(ops: List[Dict[str, Any]], env: Target) -> List[Finding]:
+    """float8 on Apple's MPS: torch refuses the dtype there ("Trying to convert Float8_e4m3fn to the MPS
+    backend but it does not have support for that dtype", aten/src/ATen/native/mps/OperationUtils.mm;
+    ComfyUI's fp8 checkpoints on Macs, github.com/Comfy-Org/ComfyUI/issues/6995)."""
+    refused = [o for o in ops if o["device"] == "mps" and o["op"] == "cast" and not o.get("ok")]
+    if not refused:
+        return []
+    asked = env.intent.asks("weight_dtype", "fp8") if env.intent is not None and env.intent.runs_on(["mps"]) == "mps" else []
+    title = "float8 cannot live on MPS: %s" % ", ".join(sorted({o["dtype"] for o in refused}))
+    if asked:
+        title = "%s asks for fp8 weights on MPS; MPS has no float8" % asked[0].where()
+    return [Finding(ID, "float8-mps", Severity.ERROR if asked else Severity.INFO, title,
+                    config_evidence(env.intent, asked) + tuple(sorted({"mps %s: %s" % (o["dtype"], o.get("error")) for o in refused})),
+                    (config_remedy("Load those weights in fp16 on the Mac (fp8 checkpoints are upcast when loaded)", "weights-fp16",
+                                   {"weight_dtype": "fp16"}, when={"weight_dtype": "fp8"}),),
+                    dict(config_subject(asked), device="mps", dtype="fp8"))]
+
+
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = fp8_weights(facts, env) + fp8_training(facts, env)
     version = facts.get("torch", "?")
@@ -205,7 +228,8 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                     tuple("%s %s→%s: max relative error %s" % (o["device"], o["dtype"], o.get("to_dtype"), o.get("max_rel_err")) for o in wrong),
                     (Remedy("Reinstall torch; do not train with fp8 weights on this stack"),), {})
         )
-    broken_casts = [o for o in ops if o["op"] == "cast" and not o.get("ok")]
+    findings += _mps(ops, env)
+    broken_casts = [o for o in ops if o["op"] == "cast" and not o.get("ok") and o["device"] != "mps"]
     if broken_casts:
         findings.append(
             Finding(ID, "cast-fails", Severity.WARNING, "explicit float8 casts fail",
@@ -279,6 +303,10 @@ SIGNATURES = (
               cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
               remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "
                                "Ada/Hopper GPU", id="compute-bf16"),)),
+    Signature("float8-mps", r"Trying to convert Float8_\w+ to the MPS backend",
+              cause="Apple's MPS has no float8 dtype: fp8 weights cannot be moved to the Mac's GPU",
+              remedies=(Remedy("Load fp8 checkpoints as fp16 on a Mac (ComfyUI `--fp16-unet`, diffusers `torch_dtype=torch.float16`), "
+                               "or use a bf16/fp16 release of the model", id="weights-fp16"),)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )

@@ -32,6 +32,8 @@ def max_rel_err(torch: Any, out: Any, ref: Any) -> float:
 def synchronize(torch: Any, device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
+    elif device == "mps":  # reached only where torch.backends.mps.is_available(): nothing MPS-only runs elsewhere
+        torch.mps.synchronize()
 
 
 def run_op(
