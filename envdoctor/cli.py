@@ -336,11 +336,48 @@ def _click_error(exc: BaseException) -> bool:
     return callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int)
 
 
+def _plain_coercion(command: Any) -> None:
+    """typer 0.29 and later coerce every option's value through a pydantic TypeAdapter, and importing
+    pydantic for it costs `check` more than its own start-up (about 0.3 s here) for values that are
+    plain strings, floats and lists of strings. Those get a plain coercion; typer before 0.29 uses
+    click's types and imports no pydantic. Anything else keeps typer's own."""
+    try:
+        from dataclasses import dataclass
+
+        from typer._coercion import RuntimeParam  # typer >= 0.29
+    except ImportError:
+        return
+
+    @dataclass(frozen=True)
+    class Plain(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if self.annotation is float:
+                try:
+                    return float(value)
+                except (TypeError, ValueError):
+                    raise typer.BadParameter("%r is not a valid number." % (value,), ctx=ctx, param=param) from None
+            if self.annotation in (str, bool):
+                return self.annotation(value)
+            return [str(item) for item in value]  # List[str]
+
+    for sub in [command, *getattr(command, "commands", {}).values()]:
+        params = list(sub.params)
+        with contextlib.suppress(Exception):  # --help: made once per command, on first use (cached by typer)
+            params.append(sub.get_help_option(sub.context_class(sub)))
+        for param in params:
+            descriptor = getattr(param, "type_descriptor", None)
+            if descriptor is None or descriptor.file_annotation is not None or getattr(param, "_runtime_param", 0) is not None:
+                continue
+            if descriptor.annotation in (str, float, bool) or descriptor.annotation == List[str]:
+                param._runtime_param = Plain(annotation=descriptor.annotation, parameter_info=descriptor.parameter_info)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
         # a console that cannot encode "→" gets an escape, never a UnicodeEncodeError
         sys.stdout.reconfigure(errors="backslashreplace")
     command = typer.main.get_command(app)
+    _plain_coercion(command)
     try:
         result = command.main(args=argv, prog_name="envdoctor", standalone_mode=False)
     except typer.Exit as exc:  # public in every typer release

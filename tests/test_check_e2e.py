@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,20 @@ def test_help_and_version_do_not_import_torch_or_rich() -> None:
         assert proc.returncode == 0, proc.stderr
     version = run_envdoctor("--version")
     assert version.stdout.strip().startswith("envdoctor 0.")
+
+
+def test_the_command_line_imports_no_pydantic() -> None:
+    """typer 0.29+ coerces option values through pydantic (0.3 s to import); the CLI's plain options
+    (strings, numbers, lists of strings, flags) do not pay for it, and bad values still get one line."""
+    for args in (["check", "--list", "--only", "fp8", "--timeout", "5"], ["--help"], ["explain", "--no-probe", "--timeout", "1", os.devnull],
+                 ["undo", "--list", "--json"]):
+        code = ("import sys\nfrom envdoctor.cli import main\nrc = main(%r)\n"
+                "assert 'pydantic' not in sys.modules, sorted(m for m in sys.modules if 'pydantic' in m)[:3]\nsys.exit(0)\n" % (args,))
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert proc.returncode == 0, (args, proc.stderr)
+    bad = run_envdoctor("check", "--timeout", "abc")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert bad.stderr.startswith("envdoctor: error: Invalid value for '--timeout': 'abc' is not a valid")  # number (ours) / float (click)
 
 
 def test_package_level_check_api(capsys: pytest.CaptureFixture) -> None:
