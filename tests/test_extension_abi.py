@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ENV, ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target import versions
@@ -500,3 +500,23 @@ def test_a_crash_inside_an_import_still_reaches_the_real_stderr(tmp_path: Path) 
     assert proc.returncode != 0
     assert "Fatal Python error: Segmentation fault" in proc.stderr
     assert "edx_segv.py" in proc.stderr
+
+
+def test_the_triton_torch_pins_is_not_imported_on_an_old_stack(old_torch_python: Path) -> None:
+    """torch 2.0.1 from the index pins triton==2.0.0; importing that triton loads all of its LLVM for what
+    torch needs only when it compiles. The pinned pair is judged by its pin, and the report says so."""
+    report = run_json("--no-config", "--only", "extension-abi", "--python", str(old_torch_python))
+    [check] = report["checks"]
+    triton = next(e for e in check["facts"]["extensions"] if e["name"] == "triton")
+    assert triton["version"] == "2.0.0" and triton["not_imported"].startswith("the release torch pins (triton==2.0.0")
+    assert not any(op.get("package") == "triton" for op in check["facts"]["ops"])
+    assert "triton 2.0.0 not imported: the release torch pins" in check["summary"]
+    assert check["findings"] == []
+
+
+def test_a_triton_other_than_the_pin_is_still_imported_and_judged() -> None:
+    facts = {"torch": {"version": "2.0.1", "dist_version": "2.0.1", "requires": ['triton==2.0.0; platform_system == "Linux"']},
+             "extensions": [{"name": "triton", "dist": "triton", "version": "2.1.0"}],
+             "ops": [{"op": "import triton", "package": "triton", "module": "triton", "ok": True}], "skipped": []}
+    [finding] = CHECK.judge(facts, ENV)
+    assert finding.code == "version-mismatch" and "triton 2.1.0 is not the release torch 2.0.1 requires (triton==2.0.0)" in finding.title

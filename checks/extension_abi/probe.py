@@ -121,6 +121,22 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
     return info
 
 
+# `triton==3.5.1; ...`, and as older metadata writes it, `triton (==2.0.0) ; ...`
+_EXACT_PIN = re.compile(r"^\s*(?:pytorch-)?triton\s*\(?\s*==\s*([\w.+!-]+?)\s*\)?\s*(?:;|$)")
+
+
+def _the_pinned_triton(torch_facts: Dict[str, Any], version: Optional[str]) -> Optional[str]:
+    """The pin of torch's that the installed triton is exactly (`triton==2.0.0; ...`), or None.
+    That pair is the one torch's own release was built and tested with; importing triton to learn
+    more loads all of its LLVM (hundreds of MB, seconds on an old stack) for what torch only needs
+    when it compiles (torch.compile, Triton kernels)."""
+    for line in torch_facts.get("requires") or ():
+        match = _EXACT_PIN.match(line)
+        if match and version and match.group(1) == version:
+            return "triton==%s" % version
+    return None
+
+
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     facts: Dict[str, Any] = {
         "torch": _torch_facts(torch),
@@ -148,6 +164,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if name == "xformers":
             entry["built_for"] = _xformers_built_for(directory)
         facts["extensions"].append(entry)
+        pin = _the_pinned_triton(facts["torch"], version) if name == "triton" else None
+        if pin:
+            entry["not_imported"] = "the release torch pins (%s)" % pin
+            continue
         for module in modules:
             env = {"TORCHVISION_WARN_WHEN_EXTENSION_LOADING_FAILS": "1"} if name == "torchvision" else None
             fact = record_import(name, module, version, env)

@@ -312,7 +312,9 @@ def summarize(facts: Dict[str, Any]) -> str:
     for ext in extensions:
         mine = [o for o in ops if o.get("package") == ext.get("name")]
         lost = next((o.get("lost") for o in mine if o.get("lost")), None)
-        if lost:
+        if ext.get("not_imported"):
+            state = "not imported: %s" % ext["not_imported"]
+        elif lost:
             state = "import crashed the interpreter" if lost == "crashed" else "import hangs"
         elif any(not o.get("ok") for o in mine):
             state = "import fails"
