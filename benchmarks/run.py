@@ -98,10 +98,14 @@ def explain_pairs() -> list:
 
 
 def seed_pairs(python: str, config: Path) -> list:
-    """`fix` with a plan (an edit and its diff, alternatives) against `check` of the same config."""
+    """`fix` with a plan (an edit and its diff, alternatives) against `check` of the same config, and
+    `check` of that old stack against its own `import torch` (torch 2.0.1 pins triton 2.0.0, whose import
+    alone loads LLVM: envdoctor judges that pair by torch's pin instead)."""
     args = ["--python", python, "--config", str(config)]
     return [("envdoctor fix --python OLD --config seed-004", ENVDOCTOR + ["fix", *args],
-             "envdoctor check --python OLD --config seed-004", ENVDOCTOR + ["check", *args], 1.1)]
+             "envdoctor check --python OLD --config seed-004", ENVDOCTOR + ["check", *args], 1.1),
+            ("envdoctor check --no-config --python OLD", ENVDOCTOR + ["check", "--no-config", "--python", python],
+             "OLD python -c 'import torch'", [python, "-c", "import torch"], 1.2)]
 
 
 def library_pairs(python: str) -> list:
@@ -163,7 +167,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--libs-python", help="an interpreter with transformers, diffusers and peft: adds the library-probe pairs")
-    parser.add_argument("--old-torch-python", help="an interpreter with torch 2.0.1: adds `fix` with a plan against `check`")
+    parser.add_argument("--old-torch-python", help="an interpreter with torch 2.0.1: adds `fix` with a plan against `check`, "
+                                                   "and `check` of it against its own `import torch`")
     parser.add_argument("--only", help="measure only the pairs whose command contains this text (e.g. explain)")
     args = parser.parse_args()
 

@@ -172,11 +172,13 @@ def live_report() -> Dict[str, Any]:
     return run_json()
 
 
-def make_venv(path: Path, system_site_packages: bool = False) -> Path:
-    """A throwaway venv; returns its python."""
+def make_venv(path: Path, system_site_packages: bool = False, with_pip: bool = True) -> Path:
+    """A throwaway venv; returns its python. Without pip it takes 0.3 s instead of 8 s of CPU."""
     args = [sys.executable, "-m", "venv", str(path)]
     if system_site_packages:
         args.append("--system-site-packages")
+    if not with_pip:
+        args.append("--without-pip")
     subprocess.run(args, check=True, capture_output=True)
     return path / "bin" / "python"
 

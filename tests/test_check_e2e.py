@@ -206,7 +206,7 @@ def test_a_console_that_cannot_encode_unicode_gets_output_not_a_traceback(fmt: s
 def test_only_a_check_that_needs_no_torch_still_says_that_torch_is_missing(tmp_path: Path) -> None:
     """`--only apex` against an interpreter without torch: not "No issues found", exit 0, but torch-install's
     error beside the apex check (torch-install runs in every check run; it is shown when it finds an error)."""
-    python = make_venv(tmp_path / "venv")
+    python = make_venv(tmp_path / "venv", with_pip=False)
     proc = run_envdoctor("check", "--json", "--only", "apex", "--python", str(python))
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)

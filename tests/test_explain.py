@@ -4,6 +4,7 @@ the confusable pairs. No probes here (test_explain_live.py runs them)."""
 from __future__ import annotations
 
 import codecs
+import functools
 from typing import List
 
 import pytest
@@ -23,6 +24,7 @@ def explained(text: str) -> Matching:
     return match(read_text(text), CHECKS)
 
 
+@functools.cache  # the corpus tests ask about each case more than once
 def top(text: str) -> str:
     found = explained(text).diagnoses
     return found[0].check if found else "none"
@@ -276,3 +278,14 @@ def test_a_message_pasted_alone_and_text_without_errors() -> None:
     assert lone.diagnoses[0].evidence[0] == "line 1: \"LayerNormKernelImpl\" not implemented for 'Half'"
     calm = read_text("epoch 1 done\nsaving checkpoint\n")
     assert not calm.empty and match(calm, CHECKS).diagnoses == []
+
+
+def test_the_context_words_look_ahead_covers_every_word() -> None:
+    """reader._CONTEXT looks at the first letters before trying its words: a word added to
+    _CONTEXT_WORDS whose first letter the look-ahead lacks would never match."""
+    from envdoctor.pipeline.explain import reader
+
+    ahead = reader._CONTEXT.pattern[len("(?=["):reader._CONTEXT.pattern.index("]")]
+    for word in reader._CONTEXT_WORDS.split("|"):
+        first = set(word[1:word.index("]")]) if word.startswith("[") else {word[0]}
+        assert first <= set(ahead), word

@@ -42,11 +42,14 @@ _PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[(\d+),(\d+)\]<std(?:out|
 _ERROR_WORDS = re.compile(r"Traceback|File [\"/\\\w<~\[]|Error|ERROR|Exception|CUBLAS|CUDNN|CUDA error|NCCL|Warning|WARNING|"
                           r"FAILED|Failed|Promotion|No module named|Killed")
 # Lines that say which stack, device and precision the run used.
-_CONTEXT = re.compile(
+_CONTEXT_WORDS = (
     r"torch|[Pp]y[Tt]orch|CUDA|cuda|[Dd]evice|GPU|gpu|NVIDIA|Tesla|GeForce|RTX|A100|H100|L4\b|T4\b|V100|"
     r"mixed.precision|fp16|bf16|fp8|float16|bfloat16|float8|[Hh]alf|precision|dtype|DoRA|dora|apex|Colab|colab|"
     r"memory|[Aa]llocat|Python \d|python3\.\d+|VRAM|显存"
 )
+# The words' first letters, looked at first: re tries forty alternatives at every position otherwise
+# (0.18 s per MiB of progress bars; with the look-ahead 0.08 s).
+_CONTEXT = re.compile(r"(?=[ACDGHLNPRTVabcdfghmpt显])(?:%s)" % _CONTEXT_WORDS)
 
 
 class NotText(ValueError):
