@@ -25,9 +25,10 @@ INDIRECT_MINIMUMS = ("click==8.0.0",)
 # The end-to-end CLI tests (every option, bad input, each output format), the rules'
 # version arithmetic on packaging, the config readers and edits on PyYAML / tomli, and
 # the fix journal on platformdirs. What these dependencies do in them is the same in the
-# heavier end-to-end suites (fix with pip and real venvs, explain's live probes), which the
-# `tests` session runs beside this one on the same two cores: they are left to it.
-CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py", "tests/test_check_config_e2e.py",
+# heavier end-to-end suites (fix with pip and real venvs, explain's live probes, configs run
+# through the probes), which the `tests` session runs beside this one on the same two cores:
+# they are left to it.
+CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py",
              "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py", "tests/test_configs_edit.py",
              "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_explain.py")
 
@@ -47,9 +48,9 @@ def lowest_requirements() -> list[str]:
 # pytest-xdist: one test process per core; loadgroup keeps the tests that change one shared venv
 # (xdist_group) in one process. pytest 9 keeps a node's id where pytest-xdist 3.8 cannot tag it with
 # its group (the groups would be ignored; tests/conftest.py stops such a run), hence pytest<9.
-# The ten slowest tests are printed at the end of every run.
+# The 25 slowest tests are printed at the end of every run.
 PYTEST = ("pytest>=8,<9", "pytest-xdist>=3.6")
-PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=10")
+PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=25")
 
 
 def _write_bytecode(session: nox.Session) -> None:
@@ -97,7 +98,7 @@ def lint(session: nox.Session) -> None:
 def ci(session: nox.Session) -> None:
     """lint, tests and minimums at once: they are independent, and while one installs packages or
     waits for a download the others use the cores. Each session's output is printed whole when it
-    ends (the tests' with their ten slowest), then the verdict of each."""
+    ends (the tests' with their 25 slowest), then the verdict of each."""
     logs = Path(tempfile.mkdtemp(prefix="envdoctor-ci-"))
     started = time.monotonic()
     running = {}

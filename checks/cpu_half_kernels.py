@@ -280,6 +280,9 @@ SIGNATURES = (
                     "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",
               remedies=EXPLAIN_REMEDIES),
     # torch before 1.x named the TH function: "_th_addmm is not implemented for type torch.HalfTensor"
+    # torch 0.x had no CPU operations on HalfTensor at all: "'torch.HalfTensor' object has no attribute 'sub_'"
+    Signature("fp16-missing", r"'(Half|BFloat16)' object has no attribute '\w+'",
+              cause="this torch has no CPU operations on half tensors", remedies=EXPLAIN_REMEDIES),
     Signature("fp16-missing", r"_th_\w+ is not implemented for type (Half|BFloat16)",
               cause="this torch has no CPU kernel for the operation in half precision", remedies=EXPLAIN_REMEDIES),
     # The libraries refuse before any kernel runs: transformers TrainingArguments (src/transformers/training_args.py):

@@ -307,6 +307,14 @@ SIGNATURES = (
               cause="Apple's MPS has no float8 dtype: fp8 weights cannot be moved to the Mac's GPU",
               remedies=(Remedy("Load fp8 checkpoints as fp16 on a Mac (ComfyUI `--fp16-unet`, diffusers `torch_dtype=torch.float16`), "
                                "or use a bf16/fp16 release of the model", id="weights-fp16"),)),
+    # Triton compiles fp8 (e4m3, "fp8e4nv") for sm_89+ only: "type fp8e4nv not supported in this architecture. The supported
+    # fp8 dtypes are ('fp8e4b15', 'fp8e5')"; Transformer Engine: "Device compute capability 8.9 or higher required for FP8
+    # execution" (older: "9.x required")
+    Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|"
+                                 r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8",
+              cause="fp8 kernels (Triton, Transformer Engine) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
+              remedies=(Remedy("Compute in bf16 (capability 8.0+) or fp16 on this GPU; keep fp8 for the weights only, or use an "
+                               "Ada/Hopper/Blackwell GPU", id="compute-bf16"),)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )

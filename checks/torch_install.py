@@ -243,7 +243,7 @@ SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
-              r"lib(torch\w*|c10\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
+              r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
@@ -276,7 +276,8 @@ SIGNATURES = (
     # an NVIDIA GPU) and code that asks for cuda. cuda-compat's reading (a CPU wheel beside an NVIDIA GPU) leads unless
     # the log shows such a machine; the live probe decides between them.
     Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
-              context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64",),
+              context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64|"
+                       r"\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Run on the device this machine has: `mps` on Apple silicon, else `cpu` (the script's or config's "

@@ -34,7 +34,7 @@ def top(text: str) -> str:
 
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
-# right), then 212 gathered for issue 25 and split by a hash of their address: dev-2 (signatures written against
+# right), then 264 gathered for issue 25 and split by a hash of their address: dev-2 (signatures written against
 # them) and holdout-2 (never read while writing signatures: the figure a user meets).
 FIRST = [c for c in CASES if c.header.get("set") in (None, "holdout")]
 DEV_2 = [c for c in CASES if c.header.get("set") == "dev-2"]
@@ -58,7 +58,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
         assert case.body.strip(), case.name
     assert len({c.header["source"] for c in CASES}) == len(CASES)  # one case per thread
     assert {c.expect for c in CASES} == known  # every check id, and negatives
-    assert {c.header.get("os") for c in DEV_2 + HOLDOUT_2} >= {"linux", "windows", "macos"}
+    assert {c.header.get("os") for c in DEV_2 + HOLDOUT_2} == {"linux", "windows", "macos", "unknown"}
     assert len(HOLDOUT_2) >= 0.3 * (len(DEV_2) + len(HOLDOUT_2))
 
 
@@ -78,7 +78,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
                 print("  miss: %s: expected %s, got %s" % (case.name, case.expect, top(case.body)))
     assert first == 1.0
     assert dev >= 0.90
-    assert held >= 0.85  # measured 88.0% (issue 25 aims at 90%)
+    assert held >= 0.85  # measured 86.1% (issue 25 aims at 90%)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)

@@ -41,6 +41,9 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
                      r"deepspeed|vllm)/",)
 
+# The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
+TORCH_OWN_LIBRARY = r"torch[\\/]+lib[\\/]+lib\w+\.so[.\d]*: undefined symbol"
+
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
               frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
@@ -49,6 +52,7 @@ SIGNATURES = (
     # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
     # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
     Signature("import-fails", r"undefined symbol: (_Z\S+|cuda\w+|nccl\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
+              unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),

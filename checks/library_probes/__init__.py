@@ -53,6 +53,14 @@ SIGNATURES = (
               remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
                                "torch.bfloat16`; SDXL: an fp32 VAE or madebyollin/sdxl-vae-fp16-fix, `--no-half-vae`)",
                                id="bf16-not-fp16"),)),
+    # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
+    # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."
+    Signature("fp16-overflow", r"A tensor with all NaNs was produced in (VAE|Unet)",
+              cause="the VAE or UNet overflowed in fp16 (SDXL's VAE does at any size): it needs fp32 or bf16 there",
+              remedies=(Remedy("Run the VAE in fp32 (`--no-half-vae`; diffusers: `vae.to(torch.float32)` or madebyollin/sdxl-vae-fp16-fix), "
+                               "or the whole model in bf16 where the GPU has it", id="vae-fp32"),),
+              # NaNs that persist in fp32 are not an fp16 overflow (wrong settings, a broken checkpoint)
+              unless=(r"(already|still|even)\b[^\n]{0,80}(float32|fp32|--no-half|32-bit|full precision)",)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),

@@ -29,7 +29,10 @@ _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
 
 
 def canonical(text: str) -> str:
-    """The message with every dtype spelled as its scalar type name."""
+    """The message with every dtype spelled as its scalar type name, and the quotes that a repr
+    or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes."""
+    if "\\'" in text or '\\"' in text:
+        text = text.replace("\\'", "'").replace('\\"', '"')
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
     text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
