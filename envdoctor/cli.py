@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Any, Iterator, List, Optional
 
@@ -64,6 +65,8 @@ def check(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every fact and note."),
     list_checks: bool = typer.Option(False, "--list", help="List the available checks and exit."),
     no_plugins: bool = typer.Option(False, "--no-plugins", help="Do not load third-party checks."),
+    distributed: bool = typer.Option(False, "--distributed", help="One of a job's ranks (under torchrun or Slurm): every rank "
+                                     "probes its stack, rank 0 prints one report for the job."),
 ) -> int:
     """Run every probe on the real stack and report findings, evidence and fixes.
 
@@ -89,7 +92,13 @@ def check(
         quick=quick,
     )
     with _bad_input():
-        report = flows.check(request, _progress(not (as_json or markdown)))
+        if distributed:
+            first = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0"  # only rank 0 shows progress
+            report, rank = flows.check_distributed(request, _progress(first and not (as_json or markdown)))
+            if rank != 0 and not verbose:  # rank 0 prints the job's report; every rank exits with its code
+                return report.exit_code
+        else:
+            report = flows.check(request, _progress(not (as_json or markdown)))
     from envdoctor.render.as_json import render_json
     from envdoctor.render.markdown import render_markdown
     from envdoctor.render.terminal import render_terminal

@@ -52,6 +52,34 @@ def check(request: CheckRequest, progress: Progress = _no_progress) -> Report:
         return pending.finish(on_event)
 
 
+def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
+                      environ: Optional[Dict[str, str]] = None) -> Tuple[Report, int]:
+    """`check --distributed`: this rank's own check, then the exchange with the other ranks and the
+    cluster's findings (id `distributed`) added to the report, the same on every rank. Returns the
+    report and this rank's number. No rank in the environment: UsageError before anything runs."""
+    import os
+    import socket
+    import time
+
+    from envdoctor.pipeline.distributed.cluster import cluster_result
+    from envdoctor.pipeline.distributed.gather import gather
+    from envdoctor.pipeline.distributed.ranks import read_rank_env
+    from envdoctor.pipeline.distributed.summary import rank_summary
+
+    rank = read_rank_env(dict(os.environ) if environ is None else environ)
+    started = time.monotonic()
+    report = check(request, progress)
+    mine = rank_summary(report, rank, socket.gethostname())
+    gathered = gather(report.target.python, mine, rank, request.timeout_s or GATHER_TIMEOUT_S)  # the interpreter checked
+    report.checks.append(cluster_result(gathered, rank.world_size, started))
+    return report, rank.rank
+
+
+# How long the ranks wait for each other without --timeout: a rank's own check runs first, and ranks
+# start minutes apart on a loaded cluster.
+GATHER_TIMEOUT_S = 300.0
+
+
 def list_checks(plugins: bool = True) -> Tuple[List[LoadedCheck], List[BrokenPlugin]]:
     """Every check there is (built-in, then plug-ins), and the plug-ins that failed to load."""
     from envdoctor.pipeline.check.registry import load_checks

@@ -1,0 +1,197 @@
+"""One report for the job: every rank's summary in, the findings of stable id `distributed` out.
+What is the same on every rank is said once; what differs is a finding naming the ranks and hosts
+of each value. Pure."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from envdoctor.pipeline.distributed.gather import Gathered
+from envdoctor.target.model import CheckResult, Finding, Remedy, Severity, Status, status_from_findings
+
+ID = "distributed"
+TITLE = "the ranks together"
+
+# (key, what it is, severity when ranks differ): a torch, CUDA or NCCL that differs hangs the first
+# collective or fails it; other packages change what each rank computes.
+COMPARED: Tuple[Tuple[str, str, Severity], ...] = (
+    ("envdoctor", "envdoctor", Severity.WARNING),
+    ("python", "Python", Severity.ERROR),
+    ("torch", "torch", Severity.ERROR),
+    ("cuda_build", "torch's CUDA", Severity.ERROR),
+    ("nccl", "NCCL", Severity.ERROR),
+    ("driver", "the NVIDIA driver", Severity.WARNING),
+    ("packages_digest", "the installed distributions", Severity.WARNING),
+)
+# NCCL's shared-memory transport needs room in /dev/shm; containers default to 64 MiB.
+MIN_SHM_BYTES = 512 * 2**20
+
+
+def ranks_text(ranks: Sequence[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> 'ranks 0-2, 5, 7-8'."""
+    runs: List[List[int]] = []
+    for r in sorted(ranks):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = ["%d-%d" % (run[0], run[-1]) if len(run) > 1 else "%d" % run[0] for run in runs]
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
+
+
+def _where(summaries: Sequence[Dict[str, Any]]) -> str:
+    hosts = sorted({str(s.get("host")) for s in summaries})
+    return "%s on %s" % (ranks_text([s["rank"] for s in summaries]), ", ".join(hosts))
+
+
+def _groups(summaries: Sequence[Dict[str, Any]], value: Any) -> Dict[str, List[Dict[str, Any]]]:
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for s in summaries:
+        groups.setdefault(str(value(s)), []).append(s)
+    return groups
+
+
+def _by_rank(groups: Dict[str, List[Dict[str, Any]]]) -> List[Tuple[str, List[Dict[str, Any]]]]:
+    """The groups in the order of their first rank."""
+    return sorted(groups.items(), key=lambda kv: min(s["rank"] for s in kv[1]))
+
+
+def _differs(summaries: Sequence[Dict[str, Any]], key: str, label: str, severity: Severity) -> Optional[Finding]:
+    groups = _groups(summaries, lambda s: s.get(key))
+    if len(groups) < 2:
+        return None
+    ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+    evidence = ["%s: %s %s" % (_where(members), label, value) for value, members in ordered]
+    odd = ordered[-1]
+    if key == "packages_digest":
+        evidence += _package_differences(summaries)
+    return Finding(ID, "ranks-differ", severity,
+                   "%s differs between the ranks: %s has %s, %s has %s" % (label, _where(odd[1]), odd[0], _where(ordered[0][1]), ordered[0][0]),
+                   tuple(evidence),
+                   (Remedy("Install the same %s on every node (the odd ones: %s), with each node's own interpreter" % (label, _where(odd[1])),
+                           kind="manual", id="same-everywhere"),),
+                   {"key": key, "values": {v: [s["rank"] for s in m] for v, m in groups.items()}})
+
+
+def _package_differences(summaries: Sequence[Dict[str, Any]], limit: int = 12) -> List[str]:
+    sets = [set(s.get("packages") or ()) for s in summaries]
+    common = set.intersection(*sets) if sets else set()
+    lines = []
+    for s, have in zip(summaries, sets):
+        extra = sorted(have - common)
+        if extra:
+            lines.append("%s only: %s" % (_where([s]), ", ".join(extra[:limit]) + (" ..." if len(extra) > limit else "")))
+    return lines
+
+
+def _same_gpu(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    by_gpu: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for s in summaries:
+        gpu = s.get("gpu") or {}
+        ident = gpu.get("uuid") or gpu.get("pci_bus_id")
+        if ident:
+            by_gpu.setdefault((str(s.get("host")), str(ident)), []).append(s)
+    return [Finding(ID, "same-gpu", Severity.ERROR, "%s share one GPU (%s, %s)" % (_where(members), members[0]["gpu"].get("name"), ident),
+                    tuple("%s: cuda:%s %s" % (_where([m]), m["gpu"].get("index"), ident) for m in members),
+                    (Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and LOCAL_RANK as the device "
+                            "index (torch.cuda.set_device(local_rank))", kind="manual", id="one-gpu-per-rank"),),
+                    {"host": host, "gpu": ident, "ranks": [m["rank"] for m in members]})
+            for (host, ident), members in by_gpu.items() if len(members) > 1]
+
+
+def _variables(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    names = sorted({n for s in summaries for n in (s.get("variables") or {})})
+    found = []
+    for name in names:
+        groups = _groups(summaries, lambda s, n=name: (s.get("variables") or {}).get(n, "(unset)"))
+        if len(groups) > 1:
+            found.append(Finding(ID, "variables-differ", Severity.WARNING, "%s differs between the ranks" % name,
+                                 tuple("%s: %s=%s" % (_where(m), name, v) for v, m in _by_rank(groups)),
+                                 (Remedy("Set %s the same on every node (the launcher's environment)" % name, kind="manual",
+                                         id="same-variables"),), {"variable": name}))
+    return found
+
+
+def _socket_ifname(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    found = []
+    for s in summaries:
+        value = (s.get("variables") or {}).get("NCCL_SOCKET_IFNAME")
+        up = s.get("interfaces_up")
+        if not value or up is None or value.startswith("^"):
+            continue  # "^lo,docker" excludes: any other interface will do
+        wanted = [w.lstrip("=") for w in value.split(",") if w]
+        exact = value.startswith("=")
+        if not any((i == w if exact else i.startswith(w)) for w in wanted for i in up):
+            found.append(Finding(ID, "socket-ifname", Severity.ERROR,
+                                 "NCCL_SOCKET_IFNAME=%s names no interface that is up on %s" % (value, _where([s])),
+                                 ("interfaces up there: %s" % (", ".join(up) or "none"),),
+                                 (Remedy("Set NCCL_SOCKET_IFNAME to an interface up on every node (or unset it)", kind="manual",
+                                         id="socket-ifname"),), {"host": s.get("host"), "value": value}))
+    return found
+
+
+def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    found = []
+    with_ib = [s for s in summaries if s.get("infiniband")]
+    if with_ib and len(with_ib) < len(summaries):
+        without = [s for s in summaries if not s.get("infiniband")]
+        found.append(Finding(ID, "infiniband-some", Severity.WARNING, "InfiniBand on %s only, not on %s" % (_where(with_ib), _where(without)),
+                             tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ()) or "no InfiniBand") for s in summaries),
+                             (Remedy("NCCL picks one transport for the job: give every node InfiniBand, or set NCCL_IB_DISABLE=1 "
+                                     "everywhere", kind="manual", id="ib-everywhere"),), {}))
+    small = [s for s in summaries if s.get("gpu") and isinstance(s.get("shm_bytes"), int) and s["shm_bytes"] < MIN_SHM_BYTES]
+    if small:
+        found.append(Finding(ID, "shm-small", Severity.WARNING, "/dev/shm is %d MiB on %s: too small for NCCL's shared memory"
+                             % (small[0]["shm_bytes"] // 2**20, _where(small)), (),
+                             (Remedy("Give the container more shared memory (docker --shm-size=16g / --ipc=host)", kind="manual",
+                                     id="shm-size"),), {}))
+    return found
+
+
+def _checks(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    ids = sorted({i for s in summaries for i in (s.get("checks") or {})})
+    found = []
+    for check_id in ids:
+        groups = _groups(summaries, lambda s, c=check_id: ", ".join((s.get("checks") or {}).get(c, [])) or "nothing")
+        if len(groups) > 1:
+            found.append(Finding(ID, "check-differs", Severity.WARNING, "%s finds different things on different ranks" % check_id,
+                                 tuple("%s: %s" % (_where(m), v) for v, m in _by_rank(groups)), (), {"check": check_id}))
+    return found
+
+
+def cluster_result(gathered: Gathered, world_size: int, started: Optional[float] = None) -> CheckResult:
+    summaries = sorted(gathered.ranks, key=lambda s: s.get("rank", 0))
+    findings: List[Finding] = []
+    if gathered.error or len(summaries) < world_size:
+        seen = [s.get("rank") for s in summaries] or [gathered.mine.get("rank")]
+        missing = [r for r in range(world_size) if r not in seen]
+        findings.append(Finding(ID, "ranks-missing", Severity.ERROR,
+                                "the ranks could not exchange their reports: %s" % (gathered.error or "%s did not arrive" % ranks_text(missing)),
+                                ("this report: %s on %s" % (ranks_text([gathered.mine.get("rank", 0)]), gathered.mine.get("host")),
+                                 "world size %d; a rank that crashes, hangs or never starts, or a torch that cannot talk to the "
+                                 "others' (another release on one node), ends the exchange" % world_size),
+                                (Remedy("Look at the missing ranks' own output (every rank prints its findings with -v), and run "
+                                        "envdoctor check on their nodes", kind="manual", id="look-at-ranks"),),
+                                {"missing": missing}))
+        summaries = summaries or [gathered.mine]
+    for key, label, severity in COMPARED:
+        finding = _differs(summaries, key, label, severity)
+        if finding:
+            findings.append(finding)
+    findings += _same_gpu(summaries) + _variables(summaries) + _socket_ifname(summaries) + _machines(summaries) + _checks(summaries)
+    failing = [s for s in summaries if s.get("exit_code") == 1]
+    if failing:  # so that every rank's report, and exit code, says it
+        findings.append(Finding(ID, "errors-on-ranks", Severity.ERROR, "%s found errors in their own checks" % _where(failing),
+                                tuple("%s: %s" % (_where([s]), "; ".join("%s: %s" % (c, ", ".join(codes))
+                                                                        for c, codes in sorted((s.get("checks") or {}).items()) if codes))
+                                      for s in failing), (), {"ranks": [s["rank"] for s in failing]}))
+    same = {label: summaries[0].get(key) for key, label, _ in COMPARED
+            if key != "packages_digest" and summaries[0].get(key) and len(_groups(summaries, lambda s, k=key: s.get(k))) == 1}
+    summary = "%d of %d ranks on %s; same on all: %s" % (
+        len(summaries), world_size, ", ".join(sorted({str(s.get("host")) for s in summaries})),
+        ", ".join("%s %s" % (k, v) for k, v in same.items()) or "nothing compared")
+    facts = {"world_size": world_size, "same": same,
+             "ranks": [{k: v for k, v in s.items() if k != "packages"} for s in summaries]}
+    return CheckResult(ID, TITLE, status_from_findings(findings) if findings else Status.OK, facts, findings, summary,
+                       round(time.monotonic() - started, 3) if started is not None else None)

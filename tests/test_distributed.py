@@ -1,0 +1,200 @@
+"""`envdoctor check --distributed`: real ranks on this CPU (torchrun and a hand-made launcher), the
+exchange through a real gloo group, one report from rank 0, every rank's exit code; faults (a rank
+that never arrives, a torch that cannot talk to the others') as findings within --timeout; the
+cluster rules on summaries as ranks on GPU nodes would send them (no GPU here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+from conftest import run_envdoctor
+
+from envdoctor.pipeline.check.request import UsageError
+from envdoctor.pipeline.distributed.cluster import cluster_result, ranks_text
+from envdoctor.pipeline.distributed.gather import Gathered
+from envdoctor.pipeline.distributed.ranks import read_rank_env
+from envdoctor.target.model import Severity, Status
+
+CHECK = ("check", "--distributed", "--json", "--no-config", "--only", "fp8")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch(ranks: List[Dict[str, str]], *args: str, timeout: float = 240) -> List[subprocess.CompletedProcess]:
+    """Start one envdoctor per rank at once, as a launcher does, with each rank's own variables."""
+    port = str(free_port())
+    procs = []
+    for rank, extra in enumerate(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(len(ranks)), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=port, **extra)
+        python = env.pop("PYTHON_FOR_RANK", sys.executable)
+        rank_args = list(args) + (["--python", python] if python != sys.executable else [])
+        procs.append(subprocess.Popen([sys.executable, "-m", "envdoctor", *rank_args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, env=env))
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
+def cluster(report: Dict[str, Any]) -> Dict[str, Any]:
+    last = report["checks"][-1]
+    assert last["id"] == "distributed"
+    return last
+
+
+# ---- which rank: the launchers' variables
+
+
+def test_the_rank_comes_from_torchruns_variables_or_slurms() -> None:
+    torchrun = read_rank_env({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"})
+    assert (torchrun.rank, torchrun.world_size, torchrun.local_rank, torchrun.launcher) == (3, 8, 3, "torchrun")
+    slurm = read_rank_env({"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"})
+    assert (slurm.rank, slurm.world_size, slurm.local_rank, slurm.launcher) == (9, 16, 1, "slurm")
+    assert slurm.child_environ() == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"}
+
+
+@pytest.mark.parametrize(("environ", "message"), [
+    ({}, "found no rank"),
+    ({"RANK": "0"}, "needs WORLD_SIZE"),
+    ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "1"}, "does not fit"),
+    ({"RANK": "0", "WORLD_SIZE": "2"}, "needs MASTER_ADDR"),
+    ({"RANK": "x", "WORLD_SIZE": "2"}, "not a whole number"),
+    ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "70000"}, "not a port"),
+])
+def test_no_rank_or_a_wrong_one_is_one_line(environ: Dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        read_rank_env(environ)
+
+
+def test_without_a_launcher_the_command_says_so_in_one_line() -> None:
+    env = {k: "" for k in ("RANK", "WORLD_SIZE", "SLURM_PROCID")}
+    proc = run_envdoctor(*CHECK, env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        "envdoctor: error: check --distributed found no rank (RANK and WORLD_SIZE, or Slurm's SLURM_PROCID): run it under torchrun "
+        "(torchrun --nproc-per-node N -m envdoctor check --distributed) or a launcher that sets them"]
+
+
+# ---- real ranks on this CPU
+
+
+def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "envdoctor", *CHECK],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)  # one JSON document: rank 1 printed nothing
+    job = cluster(report)
+    assert job["status"] == "ok" and job["findings"] == []
+    assert [r["rank"] for r in job["facts"]["ranks"]] == [0, 1] and job["facts"]["world_size"] == 2
+    assert job["facts"]["same"]["torch"] == report["environment"]["torch"]
+    assert job["summary"].startswith("2 of 2 ranks on %s; same on all: envdoctor " % socket.gethostname())
+    assert all(r["packages_digest"] == job["facts"]["ranks"][0]["packages_digest"] for r in job["facts"]["ranks"])
+
+
+def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() -> None:
+    rank0, rank1 = launch([{}, {"NCCL_SOCKET_IFNAME": "ib0"}], *CHECK)
+    assert (rank0.returncode, rank1.returncode) == (1, 1), rank0.stderr[-2000:]
+    assert rank1.stdout == ""
+    findings = {f["code"]: f for f in cluster(json.loads(rank0.stdout))["findings"]}
+    assert set(findings) == {"variables-differ", "socket-ifname"}
+    assert findings["variables-differ"]["evidence"] == ["rank 0 on %s: NCCL_SOCKET_IFNAME=(unset)" % socket.gethostname(),
+                                                        "rank 1 on %s: NCCL_SOCKET_IFNAME=ib0" % socket.gethostname()]
+    assert findings["socket-ifname"]["severity"] == "error" and "names no interface that is up on rank 1" in findings["socket-ifname"]["title"]
+
+
+def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
+    port = str(free_port())
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+    proc = run_envdoctor(*CHECK, "--timeout", "5", env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    job = cluster(json.loads(proc.stdout))
+    [missing] = job["findings"]
+    assert missing["code"] == "ranks-missing" and missing["severity"] == "error"
+    assert "1/2 clients joined" in missing["title"] or "did not arrive" in missing["title"]
+    assert job["summary"].startswith("1 of 2 ranks")
+
+
+def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(old_torch_python: Path) -> None:
+    """torch 2.0.1's c10d client against torch 2.13's store: the exchange fails, inside --timeout."""
+    rank0, rank1 = launch([{}, {"PYTHON_FOR_RANK": str(old_torch_python)}], *CHECK, "--timeout", "20")
+    assert (rank0.returncode, rank1.returncode) == (1, 1)
+    findings = [f["code"] for f in cluster(json.loads(rank0.stdout))["findings"]]
+    assert findings[0] in ("ranks-missing", "ranks-differ")
+
+
+# ---- the cluster rules on what GPU nodes send (no GPU here)
+
+
+def summary(rank: int, host: str, torch: str = "2.13.0+cu130", **extra: Any) -> Dict[str, Any]:
+    base = {"rank": rank, "local_rank": rank % 8, "host": host, "envdoctor": "0.1.0", "python": "3.11.9", "torch": torch,
+            "cuda_build": torch.split("+cu")[-1] if "+cu" in torch else None, "nccl": "2.27.5", "driver": "580.65.06",
+            "variables": {}, "checks": {"cublas": []}, "exit_code": 0, "interfaces_up": ["eth0", "lo"], "infiniband": ["mlx5_0"],
+            "shm_bytes": 64 * 2**30, "packages_digest": "aaaa", "packages": ["torch==2.13.0"],
+            "gpu": {"index": rank % 8, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%s-%d" % (host, rank % 8)}}
+    base.update(extra)
+    return base
+
+
+def judged(summaries: List[Dict[str, Any]], world: Optional[int] = None, error: Optional[str] = None) -> Dict[str, Any]:
+    result = cluster_result(Gathered(ranks=summaries, error=error, mine=summaries[0]), world or len(summaries))
+    return {"status": result.status, "summary": result.summary, "findings": {f.code: f for f in result.findings},
+            "all": result.findings}
+
+
+def test_ranks_are_named_as_runs() -> None:
+    assert ranks_text([0]) == "rank 0"
+    assert ranks_text([8, 9, 10, 11, 12, 13, 14, 15]) == "ranks 8-15"
+    assert ranks_text([0, 1, 2, 5, 7, 8]) == "ranks 0-2, 5, 7-8"
+
+
+def test_one_node_with_another_torch_is_named_by_its_ranks_and_host() -> None:
+    job = judged([summary(r, "node-a") for r in range(8)] +
+                 [summary(r, "node-b", torch="2.12.1+cu128", packages_digest="bbbb", packages=["torch==2.12.1"]) for r in range(8, 16)])
+    torch = next(f for f in job["all"] if f.subject.get("key") == "torch")
+    assert torch.severity is Severity.ERROR
+    assert torch.title == "torch differs between the ranks: ranks 8-15 on node-b has 2.12.1+cu128, ranks 0-7 on node-a has 2.13.0+cu130"
+    packages = next(f for f in job["all"] if f.subject.get("key") == "packages_digest")
+    assert [f.subject["key"] for f in job["all"]] == ["torch", "cuda_build", "packages_digest"]
+    assert "ranks 8-15 on node-b only: torch==2.12.1" not in packages.evidence  # per rank, not per group
+    assert "rank 8 on node-b only: torch==2.12.1" in packages.evidence
+
+
+def test_two_ranks_on_one_gpu_is_an_error() -> None:
+    shared = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1234"}
+    job = judged([summary(0, "node-a", gpu=shared), summary(1, "node-a", gpu=shared)])
+    same = job["findings"]["same-gpu"]
+    assert same.severity is Severity.ERROR and same.title == "ranks 0-1 on node-a share one GPU (NVIDIA H100 80GB HBM3, GPU-1234)"
+    assert same.remedies[0].id == "one-gpu-per-rank"
+
+
+def test_infiniband_on_some_nodes_and_a_small_shm_are_warnings() -> None:
+    job = judged([summary(0, "node-a"), summary(1, "node-b", infiniband=[], shm_bytes=64 * 2**20)])
+    assert job["findings"]["infiniband-some"].title == "InfiniBand on rank 0 on node-a only, not on rank 1 on node-b"
+    assert job["findings"]["shm-small"].title == "/dev/shm is 64 MiB on rank 1 on node-b: too small for NCCL's shared memory"
+    assert job["status"] is Status.WARNING
+
+
+def test_a_check_that_fails_on_some_ranks_only_is_named_and_makes_every_rank_fail() -> None:
+    job = judged([summary(0, "node-a"), summary(1, "node-a", checks={"cublas": ["cublas-init-failed"]}, exit_code=1)])
+    assert job["findings"]["check-differs"].evidence == ("rank 0 on node-a: nothing", "rank 1 on node-a: cublas-init-failed")
+    assert job["findings"]["errors-on-ranks"].severity is Severity.ERROR
+
+
+def test_the_same_everywhere_is_said_once() -> None:
+    job = judged([summary(r, "node-a") for r in range(4)])
+    assert job["findings"] == {} and job["status"] is Status.OK
+    assert job["summary"] == ("4 of 4 ranks on node-a; same on all: envdoctor 0.1.0, Python 3.11.9, torch 2.13.0+cu130, torch's CUDA "
+                              "130, NCCL 2.27.5, the NVIDIA driver 580.65.06")
