@@ -102,6 +102,14 @@ def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
     assert job["facts"]["same"]["torch"] == report["environment"]["torch"]
     assert job["summary"].startswith("2 of 2 ranks on %s; same on all: envdoctor " % socket.gethostname())
     assert all(r["packages_digest"] == job["facts"]["ranks"][0]["packages_digest"] for r in job["facts"]["ranks"])
+    # the collective probe on the job's backend (gloo here): known values through every collective, in three dtypes
+    for rank in job["facts"]["ranks"]:
+        checked = [(c["op"], c["dtype"]) for c in rank["collectives"] if c["op"] != "bandwidth"]
+        assert len(checked) == 9 and all(c["ok"] for c in rank["collectives"]), rank["collectives"]
+        assert rank["compute_s"] > 0
+    gloo = job["facts"]["bandwidth"]["gloo"]
+    assert gloo["bytes"] == 4 * 2**20 and gloo["busbw_gbs"] == pytest.approx(gloo["algbw_gbs"], rel=0.01)  # 2(n-1)/n = 1 for n = 2
+    assert "; all_reduce bus bandwidth gloo " in job["summary"]
 
 
 def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() -> None:
@@ -129,7 +137,7 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
 
 def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(old_torch_python: Path) -> None:
     """torch 2.0.1's c10d client against torch 2.13's store: the exchange fails, inside --timeout."""
-    rank0, rank1 = launch([{}, {"PYTHON_FOR_RANK": str(old_torch_python)}], *CHECK, "--timeout", "20")
+    rank0, rank1 = launch([{}, {"PYTHON_FOR_RANK": str(old_torch_python)}], *CHECK, "--timeout", "10")
     assert (rank0.returncode, rank1.returncode) == (1, 1)
     findings = [f["code"] for f in cluster(json.loads(rank0.stdout))["findings"]]
     assert findings[0] in ("ranks-missing", "ranks-differ")
@@ -191,6 +199,22 @@ def test_a_check_that_fails_on_some_ranks_only_is_named_and_makes_every_rank_fai
     job = judged([summary(0, "node-a"), summary(1, "node-a", checks={"cublas": ["cublas-init-failed"]}, exit_code=1)])
     assert job["findings"]["check-differs"].evidence == ("rank 0 on node-a: nothing", "rank 1 on node-a: cublas-init-failed")
     assert job["findings"]["errors-on-ranks"].severity is Severity.ERROR
+
+
+def test_wrong_data_through_a_collective_is_an_error_with_nccl_p2p_disable_as_the_step() -> None:
+    wrong = {"backend": "nccl", "op": "all_reduce", "dtype": "float16", "device": "cuda:1", "ok": False, "error": "wrong data: got [0.0, 3.0]"}
+    ok = {"backend": "nccl", "op": "all_reduce", "dtype": "float16", "device": "cuda:0", "ok": True}
+    job = judged([summary(0, "node-a", collectives=[ok]), summary(1, "node-a", collectives=[wrong])])
+    finding = job["findings"]["collective-wrong"]
+    assert finding.severity is Severity.ERROR and finding.title == "nccl collectives return wrong data on rank 1 (all_reduce float16)"
+    assert (finding.remedies[0].kind, finding.remedies[0].action) == ("env", {"set_env": {"NCCL_P2P_DISABLE": "1"}})
+    assert finding.remedies[0].commands == ("export NCCL_P2P_DISABLE=1",)
+
+
+def test_a_straggler_is_named_against_the_fastest_rank() -> None:
+    job = judged([summary(0, "node-a", compute_s=0.05), summary(1, "node-a", compute_s=0.06), summary(2, "node-b", compute_s=0.9)])
+    assert job["findings"]["straggler"].title == "rank 2 on node-b is much slower than the others on the same work"
+    assert "straggler" not in judged([summary(0, "a", compute_s=0.05), summary(1, "a", compute_s=0.12)])["findings"]  # noise, not a straggler
 
 
 def test_the_same_everywhere_is_said_once() -> None:

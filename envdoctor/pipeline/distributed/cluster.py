@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.distributed.gather import Gathered
 from envdoctor.target.model import CheckResult, Finding, Remedy, Severity, Status, status_from_findings
+from envdoctor.target.remedies.actions import env_remedy
 
 ID = "distributed"
 TITLE = "the ranks together"
@@ -149,6 +150,53 @@ def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     return found
 
 
+# A rank slower than the fastest by this factor, and by this much, on the same fixed piece of work.
+STRAGGLER_FACTOR = 3.0
+STRAGGLER_MIN_S = 0.2
+
+
+def _collectives(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """Known values through all_reduce, all_gather and broadcast: wrong data is the P2P failure mode of
+    consumer GPUs (NCCL_P2P_DISABLE=1), an error is a transport that does not work."""
+    found = []
+    bad: Dict[Tuple[str, str], List[Tuple[Dict[str, Any], Dict[str, Any]]]] = {}
+    for s in summaries:
+        for c in s.get("collectives") or ():
+            if c.get("op") != "bandwidth" and not c.get("ok"):
+                kind = "wrong" if str(c.get("error", "")).startswith("wrong data") else "fails"
+                bad.setdefault((str(c.get("backend")), kind), []).append((s, c))
+    for (backend, kind), cases in sorted(bad.items()):
+        ranks = sorted({s["rank"] for s, _ in cases})
+        ops = sorted({"%s %s" % (c.get("op"), c.get("dtype") or "") for _, c in cases})
+        evidence = tuple("%s: %s %s on %s: %s" % (_where([s]), c.get("op"), c.get("dtype") or "", c.get("device"), c.get("error"))
+                         for s, c in cases[:12])
+        if kind == "wrong":
+            remedies: Tuple[Remedy, ...] = (env_remedy("Disable NCCL's peer-to-peer copies (consumer GPUs without working P2P return "
+                                                       "wrong data through them)", "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}),)
+            title = "%s collectives return wrong data on %s (%s)" % (backend, ranks_text(ranks), ", ".join(ops[:4]))
+        else:
+            remedies = (Remedy("Run with NCCL_DEBUG=INFO and read the transport NCCL picked on these ranks", kind="manual",
+                               id="nccl-debug"),)
+            title = "%s collectives fail on %s (%s)" % (backend, ranks_text(ranks), ", ".join(ops[:4]))
+        found.append(Finding(ID, "collective-%s" % kind, Severity.ERROR, title, evidence, remedies, {"backend": backend, "ranks": ranks}))
+    return found
+
+
+def _stragglers(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    timed = [s for s in summaries if isinstance(s.get("compute_s"), (int, float))]
+    if len(timed) < 2:
+        return []
+    fastest = min(s["compute_s"] for s in timed)
+    slow = [s for s in timed if s["compute_s"] > fastest * STRAGGLER_FACTOR and s["compute_s"] - fastest > STRAGGLER_MIN_S]
+    if not slow:
+        return []
+    return [Finding(ID, "straggler", Severity.WARNING, "%s %s much slower than the others on the same work"
+                    % (_where(slow), "is" if len(slow) == 1 else "are"),
+                    tuple("%s: %.3f s (fastest %.3f s)" % (_where([s]), s["compute_s"], fastest) for s in slow),
+                    (Remedy("Look at those GPUs' clocks, temperature and other processes (nvidia-smi -q -d PERFORMANCE,CLOCK)",
+                            kind="manual", id="straggler"),), {"ranks": [s["rank"] for s in slow]})]
+
+
 def _checks(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     ids = sorted({i for s in summaries for i in (s.get("checks") or {})})
     found = []
@@ -158,6 +206,13 @@ def _checks(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
             found.append(Finding(ID, "check-differs", Severity.WARNING, "%s finds different things on different ranks" % check_id,
                                  tuple("%s: %s" % (_where(m), v) for v, m in _by_rank(groups)), (), {"check": check_id}))
     return found
+
+
+def _bandwidth(summaries: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """all_reduce bus bandwidth per backend, as rank 0 measured it (every rank waits for the slowest)."""
+    first = summaries[0] if summaries else {}
+    return {c["backend"]: {k: c.get(k) for k in ("device", "bytes", "seconds", "algbw_gbs", "busbw_gbs")}
+            for c in first.get("collectives") or () if c.get("op") == "bandwidth" and c.get("ok")}
 
 
 def cluster_result(gathered: Gathered, world_size: int, started: Optional[float] = None) -> CheckResult:
@@ -180,6 +235,7 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
         if finding:
             findings.append(finding)
     findings += _same_gpu(summaries) + _variables(summaries) + _socket_ifname(summaries) + _machines(summaries) + _checks(summaries)
+    findings += _collectives(summaries) + _stragglers(summaries)
     failing = [s for s in summaries if s.get("exit_code") == 1]
     if failing:  # so that every rank's report, and exit code, says it
         findings.append(Finding(ID, "errors-on-ranks", Severity.ERROR, "%s found errors in their own checks" % _where(failing),
@@ -191,7 +247,10 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
     summary = "%d of %d ranks on %s; same on all: %s" % (
         len(summaries), world_size, ", ".join(sorted({str(s.get("host")) for s in summaries})),
         ", ".join("%s %s" % (k, v) for k, v in same.items()) or "nothing compared")
-    facts = {"world_size": world_size, "same": same,
+    bandwidth = _bandwidth(summaries)
+    if bandwidth:
+        summary += "; all_reduce bus bandwidth " + ", ".join("%s %.2f GB/s" % (b, v["busbw_gbs"]) for b, v in bandwidth.items())
+    facts = {"world_size": world_size, "same": same, "bandwidth": bandwidth,
              "ranks": [{k: v for k, v in s.items() if k != "packages"} for s in summaries]}
     return CheckResult(ID, TITLE, status_from_findings(findings) if findings else Status.OK, facts, findings, summary,
                        round(time.monotonic() - started, 3) if started is not None else None)

@@ -41,6 +41,68 @@ def machine():
         pass
     return {"interfaces_up": up, "infiniband": ib, "shm_bytes": shm}
 
+def collectives(torch, dist, group, device, world, me):
+    """all_reduce, all_gather and broadcast of known small integers (exact in fp16 and bf16 too), then
+    all_reduce of 4 MiB timed for bus bandwidth (nccl-tests: busbw = algbw * 2(n-1)/n)."""
+    import time
+    backend = dist.get_backend(group)
+    out = []
+    for name in ("float32", "float16", "bfloat16"):
+        dt = getattr(torch, name)
+        for op in ("all_reduce", "all_gather", "broadcast"):
+            fact = {"backend": backend, "op": op, "dtype": name, "device": device}
+            try:
+                if op == "all_reduce":
+                    t = torch.full((64,), float(me + 1), dtype=dt, device=device)
+                    dist.all_reduce(t, group=group)
+                    want = torch.full((64,), float(world * (world + 1) // 2), dtype=dt, device=device)
+                elif op == "all_gather":
+                    t = [torch.zeros(8, dtype=dt, device=device) for _ in range(world)]
+                    dist.all_gather(t, torch.full((8,), float(me), dtype=dt, device=device), group=group)
+                    t, want = torch.stack(t), torch.arange(world, dtype=dt, device=device).repeat_interleave(8).reshape(world, 8)
+                else:
+                    t = torch.arange(16, dtype=dt, device=device) if me == 0 else torch.zeros(16, dtype=dt, device=device)
+                    dist.broadcast(t, src=0, group=group)
+                    want = torch.arange(16, dtype=dt, device=device)
+                fact["ok"] = bool(torch.equal(t, want))
+                if not fact["ok"]:
+                    fact["error"] = "wrong data: got %s" % t.flatten()[:8].tolist()
+            except Exception as exc:
+                fact.update(ok=False, error="%s: %s" % (type(exc).__name__, exc))
+            out.append(fact)
+    try:
+        size = 1 << 20  # float32 elements: 4 MiB
+        t = torch.ones(size, device=device)
+        dist.all_reduce(t, group=group)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(3):
+            dist.all_reduce(t, group=group)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        seconds = (time.perf_counter() - started) / 3
+        algbw = size * 4 / seconds / 1e9
+        out.append({"backend": backend, "op": "bandwidth", "device": device, "ok": True, "bytes": size * 4, "seconds": round(seconds, 6),
+                    "algbw_gbs": round(algbw, 3), "busbw_gbs": round(algbw * 2 * (world - 1) / world, 3)})
+    except Exception as exc:
+        out.append({"backend": backend, "op": "bandwidth", "device": device, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+    return out
+
+def compute(torch, device):
+    """A fixed piece of work, timed: a rank far slower than the others is a straggler."""
+    import time
+    a = torch.ones(256, 256, device=device)
+    a @ a
+    if device != "cpu":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(20):
+        a @ a
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return round(time.perf_counter() - started, 6)
+
 mine.update(machine())
 try:
     try:
@@ -63,7 +125,17 @@ try:
         except Exception:
             pass
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
-    ranks = [None] * dist.get_world_size()
+    world, me = dist.get_world_size(), dist.get_rank()
+    mine["collectives"] = collectives(torch, dist, None, "cpu", world, me)
+    if mine.get("gpu") and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
+        try:
+            torch.cuda.set_device(local)
+            nccl = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=timeout))
+            mine["collectives"] += collectives(torch, dist, nccl, "cuda:%d" % local, world, me)
+        except Exception as exc:
+            mine["collectives"].append({"backend": "nccl", "op": "group", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+    mine["compute_s"] = compute(torch, "cuda:%d" % local if mine.get("gpu") else "cpu")
+    ranks = [None] * world
     dist.all_gather_object(ranks, mine)
     dist.destroy_process_group()
     print(json.dumps({"ranks": ranks}))
