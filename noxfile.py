@@ -4,6 +4,7 @@ minimums` runs the same three one after another."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -45,12 +46,14 @@ def lowest_requirements() -> list[str]:
     return pins
 
 
-# pytest-xdist: one test process per core; loadgroup keeps the tests that change one shared venv
+# pytest-xdist: one test process per core, and one more (below); loadgroup keeps the tests that change one shared venv
 # (xdist_group) in one process. pytest 9 keeps a node's id where pytest-xdist 3.8 cannot tag it with
 # its group (the groups would be ignored; tests/conftest.py stops such a run), hence pytest<9.
 # The 25 slowest tests are printed at the end of every run.
 PYTEST = ("pytest>=8,<9", "pytest-xdist>=3.6")
-PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=25")
+# One test process more than the cores: many tests spend their time waiting (on a child's timeout, a
+# hang being contained, a download, a rank that never arrives), and the extra process fills those waits.
+PARALLEL = ("-n", str((os.cpu_count() or 1) + 1), "--dist", "loadgroup", "--durations=25")
 
 
 def _write_bytecode(session: nox.Session) -> None:

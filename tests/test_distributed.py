@@ -110,6 +110,9 @@ def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
     gloo = job["facts"]["bandwidth"]["gloo"]
     assert gloo["bytes"] == 4 * 2**20 and gloo["busbw_gbs"] == pytest.approx(gloo["algbw_gbs"], rel=0.01)  # 2(n-1)/n = 1 for n = 2
     assert "; all_reduce bus bandwidth gloo " in job["summary"]
+    # each rank probes its own device: cpu and cuda:LOCAL_RANK where that exists (here none), no device-missing error
+    assert report["environment"]["requested_devices"] is None
+    assert [d["id"] for d in report["checks"][0]["facts"]["devices"]] == ["cpu"]
 
 
 def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() -> None:

@@ -67,6 +67,8 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
     from envdoctor.pipeline.distributed.summary import rank_summary
 
     rank = read_rank_env(dict(os.environ) if environ is None else environ)
+    if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
+        request = dataclasses.replace(request, probe_devices=["cpu", "cuda:%d" % rank.local_rank])
     started = time.monotonic()
     report = check(request, progress)
     mine = rank_summary(report, rank, socket.gethostname())

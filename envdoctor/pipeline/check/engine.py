@@ -74,7 +74,10 @@ class PendingCheck:
         if self.intent is not None:
             options["intent"] = self.intent.summary()
         options["quick"] = self.request.quick or bool(options.get("quick"))
-        ctx = {"devices": list(self.request.devices) if self.request.devices else None, "options": options}
+        devices = self.request.devices or self.request.probe_devices
+        if devices and not self.request.devices:
+            options["devices_optional"] = True  # probed where they exist: none missing is a finding
+        ctx = {"devices": list(devices) if devices else None, "options": options}
         skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
         runnable = [c for c in self.foundation + self.selected if c not in skipped]
         runs: Dict[str, RunResult] = {}

@@ -31,6 +31,9 @@ class CheckRequest:
     quick: bool = False  # --quick: skip the checks that import the training libraries
     environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
     config_texts: Dict[str, str] = field(default_factory=dict)  # config -> its text as a plan leaves it, read instead of the file
+    # The devices to probe when `devices` names none, those of them that exist (a rank's own: cpu and
+    # cuda:LOCAL_RANK); unlike `devices`, one that does not exist here is no finding.
+    probe_devices: Optional[Sequence[str]] = None
 
 
 # The longest --timeout: a day. Waits take it in seconds, and the clocks they use overflow on `inf` or 1e300.
