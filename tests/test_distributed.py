@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -26,9 +27,16 @@ CHECK = ("check", "--distributed", "--json", "--no-config", "--only", "fp8")
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below Linux's ephemeral range (32768-60999): one the kernel hands out for outgoing
+    connections (gloo's own among them) could be taken between this choice and rank 0's bind."""
+    for port in random.sample(range(20000, 32000), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port in 20000-32000")
 
 
 def launch(ranks: List[Dict[str, str]], *args: str, timeout: float = 240) -> List[subprocess.CompletedProcess]:
