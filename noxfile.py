@@ -4,7 +4,6 @@ minimums` runs the same three one after another."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -27,11 +26,11 @@ INDIRECT_MINIMUMS = ("click==8.0.0",)
 # version arithmetic on packaging, the config readers and edits on PyYAML / tomli, and
 # the fix journal on platformdirs. What these dependencies do in them is the same in the
 # heavier end-to-end suites (fix with pip and real venvs, explain's live probes, configs run
-# through the probes), which the `tests` session runs beside this one on the same two cores:
-# they are left to it.
+# through the probes) and in explain's text matching (no dependency at all), which the `tests`
+# session runs beside this one on the same two cores: they are left to it.
 CLI_TESTS = ("tests/test_bad_input.py", "tests/test_check_e2e.py", "tests/test_versions.py",
              "tests/test_configs_yaml_shell.py", "tests/test_configs_json_toml.py", "tests/test_configs_edit.py",
-             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py", "tests/test_explain.py")
+             "tests/test_fix_config_edit.py", "tests/test_fix_journal.py")
 
 
 def lowest_requirements() -> list[str]:
@@ -46,14 +45,13 @@ def lowest_requirements() -> list[str]:
     return pins
 
 
-# pytest-xdist: one test process per core, and one more (below); loadgroup keeps the tests that change one shared venv
+# pytest-xdist: one test process per core; loadgroup keeps the tests that change one shared venv
 # (xdist_group) in one process. pytest 9 keeps a node's id where pytest-xdist 3.8 cannot tag it with
 # its group (the groups would be ignored; tests/conftest.py stops such a run), hence pytest<9.
 # The 25 slowest tests are printed at the end of every run.
 PYTEST = ("pytest>=8,<9", "pytest-xdist>=3.6")
-# One test process more than the cores: many tests spend their time waiting (on a child's timeout, a
-# hang being contained, a download, a rank that never arrives), and the extra process fills those waits.
-PARALLEL = ("-n", str((os.cpu_count() or 1) + 1), "--dist", "loadgroup", "--durations=25")
+# One test process per core: with one more, the tests that contain hangs by a 3 s timeout starve (tried).
+PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=25")
 
 
 def _write_bytecode(session: nox.Session) -> None:
