@@ -206,6 +206,14 @@ def test_infiniband_on_some_nodes_and_a_small_shm_are_warnings() -> None:
     assert job["status"] is Status.WARNING
 
 
+def test_infiniband_switched_off_where_it_exists_is_named_with_the_unset_as_the_step() -> None:
+    job = judged([summary(r, "node-a", variables={"NCCL_IB_DISABLE": "1"}) for r in range(2)])
+    finding = job["findings"]["ib-disabled"]
+    assert finding.title == "NCCL_IB_DISABLE=1 on ranks 0-1 on node-a, which has InfiniBand (mlx5_0): NCCL goes over TCP sockets there"
+    assert (finding.remedies[0].kind, finding.remedies[0].action) == ("env", {"unset_env": ["NCCL_IB_DISABLE"]})
+    assert "ib-disabled" not in judged([summary(0, "node-a", infiniband=[], variables={"NCCL_IB_DISABLE": "1"})])["findings"]
+
+
 def test_a_check_that_fails_on_some_ranks_only_is_named_and_makes_every_rank_fail() -> None:
     job = judged([summary(0, "node-a"), summary(1, "node-a", checks={"cublas": ["cublas-init-failed"]}, exit_code=1)])
     assert job["findings"]["check-differs"].evidence == ("rank 0 on node-a: nothing", "rank 1 on node-a: cublas-init-failed")

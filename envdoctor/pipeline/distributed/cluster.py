@@ -141,6 +141,14 @@ def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
                              tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ()) or "no InfiniBand") for s in summaries),
                              (Remedy("NCCL picks one transport for the job: give every node InfiniBand, or set NCCL_IB_DISABLE=1 "
                                      "everywhere", kind="manual", id="ib-everywhere"),), {}))
+    disabled = [s for s in summaries if s.get("infiniband") and (s.get("variables") or {}).get("NCCL_IB_DISABLE") == "1"]
+    if disabled:
+        found.append(Finding(ID, "ib-disabled", Severity.WARNING,
+                             "NCCL_IB_DISABLE=1 on %s, which has InfiniBand (%s): NCCL goes over TCP sockets there"
+                             % (_where(disabled), ", ".join(disabled[0].get("infiniband") or ())),
+                             tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ())) for s in disabled),
+                             (env_remedy("Let NCCL use InfiniBand (unset NCCL_IB_DISABLE) unless it was set to work around a fault",
+                                         "ib-enable", unset_env=["NCCL_IB_DISABLE"]),), {"ranks": [s["rank"] for s in disabled]}))
     small = [s for s in summaries if s.get("gpu") and isinstance(s.get("shm_bytes"), int) and s["shm_bytes"] < MIN_SHM_BYTES]
     if small:
         found.append(Finding(ID, "shm-small", Severity.WARNING, "/dev/shm is %d MiB on %s: too small for NCCL's shared memory"
