@@ -426,13 +426,13 @@ SIGNATURES = (
     # not support bfloat16. Please switch dtype to float16." (github.com/karpathy/nanoGPT/pull/277)
     Signature("bf16-unsupported", r"Current CUDA Device does not support (bfloat16|BFloat16)",
               cause="autocast was asked for bf16 on a GPU without it (compute capability below 8.0)", remedies=BF16_REMEDIES),
-    # xformers' dispatcher lists why each kernel was refused: "bf16 is only supported on A100+ GPUs"
-    # (github.com/XLabs-AI/x-flux-comfyui/issues/24); Triton's ptxas refuses bf16 PTX below sm_80:
-    # "Feature '.bf16' requires .target sm_80 or higher"
     # transformers' guard for TF32, Ampere's other precision: "--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7"
     Signature("bf16-unsupported", r"--tf32 requires Ampere or a newer GPU arch",
               cause="TF32 (like bf16) needs an Ampere or newer GPU (compute capability 8.0+)",
               remedies=(Remedy("Turn tf32 off (`--tf32 false`) on this GPU, or move to an Ampere or newer GPU", id="tf32-off"),)),
+    # xformers' dispatcher lists why each kernel was refused: "bf16 is only supported on A100+ GPUs"
+    # (github.com/XLabs-AI/x-flux-comfyui/issues/24); Triton's ptxas refuses bf16 PTX below sm_80:
+    # "Feature '.bf16' requires .target sm_80 or higher"
     Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|Feature '\.bf16' requires \.target sm_80",
               cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0",
               remedies=BF16_REMEDIES),

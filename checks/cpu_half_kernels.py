@@ -138,12 +138,12 @@ def _remedies(dtype: str, ops: List[str], facts: Dict[str, Any], env: Target,
     )
 
 
-def asked_on_cpu(env: Target, label: str, accelerators: List[str]) -> List[Setting]:
-    """The training config's settings that ask for `label` ("fp16") on the CPU."""
+def asked_on(env: Target, device: str, label: str, accelerators: List[str]) -> List[Setting]:
+    """The training config's settings that ask for `label` ("fp16") on `device` ("cpu", "mps")."""
     intent = env.intent
-    if intent is None or intent.runs_on(accelerators) != "cpu":
+    if intent is None or intent.runs_on(accelerators) != device:
         return []
-    return intent.asks_dtype(label, bf16_gpu=False)  # on the CPU, "auto" finds no bf16 GPU
+    return intent.asks_dtype(label, bf16_gpu=False)  # on the CPU or MPS, "auto" finds no bf16 GPU
 
 
 def _severity(env: Target, asked: List[Setting], accelerators: List[str]) -> Severity:
@@ -165,14 +165,13 @@ def _mps_findings(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     ops = [o for o in facts.get("ops") or () if o.get("device") == "mps"]
     accelerators = list(facts.get("accelerators") or ())
-    on_mps = env.intent is not None and env.intent.runs_on(accelerators) == "mps"
-    for dtype in DTYPES:
+    for dtype in DEVICE_DTYPES["mps"]:
         mine = [o for o in ops if o.get("dtype") == dtype]
         label = short_dtype(dtype)
         bad = [o for o in mine if not o.get("ok") or _garbage(o, dtype)]
         if not bad:
             continue
-        asked = env.intent.asks_dtype(label, bf16_gpu=False) if on_mps and env.intent is not None else []
+        asked = asked_on(env, "mps", label, accelerators)
         names = [o["op"] for o in bad]
         names_asked = dtype_names(asked)
         title = "%s on MPS: %d of %d operations fail or return wrong numbers (%s)" % (label, len(bad), len(mine), ", ".join(names))
@@ -202,7 +201,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
         label = short_dtype(dtype)
         if failed:
             names = [o["op"] for o in failed]
-            asked = asked_on_cpu(env, label, accelerators)
+            asked = asked_on(env, "cpu", label, accelerators)
             title = "%s on CPU: %d of %d operations fail (%s)" % (label, len(failed), len(mine), ", ".join(names))
             if asked:
                 title = "%s asks for %s on the CPU; this torch has no %s %s there" % (asked[0].where(), label, label, ", ".join(names))
@@ -279,10 +278,10 @@ SIGNATURES = (
               cause="this torch has no CPU kernel for the operation in half precision (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",
               remedies=EXPLAIN_REMEDIES),
-    # torch before 1.x named the TH function: "_th_addmm is not implemented for type torch.HalfTensor"
     # torch 0.x had no CPU operations on HalfTensor at all: "'torch.HalfTensor' object has no attribute 'sub_'"
     Signature("fp16-missing", r"'(Half|BFloat16)' object has no attribute '\w+'",
               cause="this torch has no CPU operations on half tensors", remedies=EXPLAIN_REMEDIES),
+    # torch before 1.x named the TH function: "_th_addmm is not implemented for type torch.HalfTensor"
     Signature("fp16-missing", r"_th_\w+ is not implemented for type (Half|BFloat16)",
               cause="this torch has no CPU kernel for the operation in half precision", remedies=EXPLAIN_REMEDIES),
     # The libraries refuse before any kernel runs: transformers TrainingArguments (src/transformers/training_args.py):

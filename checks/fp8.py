@@ -117,6 +117,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 # ---------------------------------------------------------------- rules
 
 # Plain tensor math is this check's; adapters on an fp8 base (DoRA off, a bf16 base) are dora-fp8's.
+# Below compute capability 8.9 fp8 is storage only: what explain and the live finding both say.
+COMPUTE_BF16 = Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16")
 PROMOTION_REMEDIES = (
     Remedy("Upcast fp8 weights before any math with other dtypes: `w.to(torch.bfloat16)` (what OneTrainer's fp8 fix does "
            "before the DoRA norm)", id="upcast-fp8"),
@@ -251,7 +253,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                         "%s (%s, compute capability %s) cannot run fp8 matmul: fp8 weights are only storage there"
                         % (dev["id"], dev.get("name"), dev["capability"]),
                         ("fp8 matmul (torch._scaled_mm) needs compute capability 8.9 or newer (Ada, Hopper, Blackwell)",),
-                        (Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16"),),
+                        (COMPUTE_BF16,),
                         {"device": dev["id"], "capability": dev["capability"]})
             )
         elif mm and not mm[0].get("ok"):
@@ -295,7 +297,7 @@ SIGNATURES = (
     Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability|"
                                  r"torch\._scaled_mm is only supported on (CUDA devices|GPUs) with",
               cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
-              remedies=(Remedy("Compute in bf16 (capability 8.0+) or fp16; use fp8 only to store weights", id="compute-bf16"),)),
+              remedies=(COMPUTE_BF16,)),
     # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
     # github.com/kijai/ComfyUI-CogVideoXWrapper/issues/136)
     Signature("no-fp8-hardware", r"CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLt",
@@ -313,8 +315,7 @@ SIGNATURES = (
     Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|"
                                  r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8",
               cause="fp8 kernels (Triton, Transformer Engine) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
-              remedies=(Remedy("Compute in bf16 (capability 8.0+) or fp16 on this GPU; keep fp8 for the weights only, or use an "
-                               "Ada/Hopper/Blackwell GPU", id="compute-bf16"),)),
+              remedies=(COMPUTE_BF16,)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from typing import Any, Iterator, List, Optional
 
@@ -93,8 +92,7 @@ def check(
     )
     with _bad_input():
         if distributed:
-            first = os.environ.get("RANK", os.environ.get("SLURM_PROCID", "0")) == "0"  # only rank 0 shows progress
-            report, rank = flows.check_distributed(request, _progress(first and not (as_json or markdown)))
+            report, rank = flows.check_distributed(request, _progress(not (as_json or markdown)))
             if rank != 0 and not verbose:  # rank 0 prints the job's report; every rank exits with its code
                 return report.exit_code
         else:

@@ -56,7 +56,8 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
                       environ: Optional[Dict[str, str]] = None) -> Tuple[Report, int]:
     """`check --distributed`: this rank's own check, then the exchange with the other ranks and the
     cluster's findings (id `distributed`) added to the report, the same on every rank. Returns the
-    report and this rank's number. No rank in the environment: UsageError before anything runs."""
+    report and this rank's number. Only rank 0 shows `progress`. No rank in the environment:
+    UsageError before anything runs."""
     import os
     import socket
     import time
@@ -70,7 +71,7 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
     if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
         request = dataclasses.replace(request, probe_devices=["cpu", "cuda:%d" % rank.local_rank])
     started = time.monotonic()
-    report = check(request, progress)
+    report = check(request, progress if rank.rank == 0 else _no_progress)
     mine = rank_summary(report, rank, socket.gethostname())
     gathered = gather(report.target.python, mine, rank, request.timeout_s or GATHER_TIMEOUT_S)  # the interpreter checked
     report.checks.append(cluster_result(gathered, rank.world_size, started))

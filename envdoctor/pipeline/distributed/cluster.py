@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.distributed.gather import Gathered
-from envdoctor.target.model import CheckResult, Finding, Remedy, Severity, Status, status_from_findings
+from envdoctor.target.model import CheckResult, Finding, Remedy, Severity, status_from_findings
 from envdoctor.target.remedies.actions import env_remedy
 
 ID = "distributed"
@@ -260,5 +260,5 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
         summary += "; all_reduce bus bandwidth " + ", ".join("%s %.2f GB/s" % (b, v["busbw_gbs"]) for b, v in bandwidth.items())
     facts = {"world_size": world_size, "same": same, "bandwidth": bandwidth,
              "ranks": [{k: v for k, v in s.items() if k != "packages"} for s in summaries]}
-    return CheckResult(ID, TITLE, status_from_findings(findings) if findings else Status.OK, facts, findings, summary,
+    return CheckResult(ID, TITLE, status_from_findings(findings), facts, findings, summary,
                        round(time.monotonic() - started, 3) if started is not None else None)
