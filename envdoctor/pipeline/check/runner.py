@@ -336,6 +336,15 @@ class Runner:
                 # It died or hung importing torch: one more worker that skips torch.
                 worker.kill()
                 self._worker = None
+                if restarts and self._torch_import is not None and self._torch_import.get("ok"):
+                    # torch imported in the first worker: a restart that cannot import it again in time
+                    # is not "torch does not import"; the checks left are unmeasured, and say why.
+                    error = "not run: a restarted worker did not import torch again within %s s" % _fmt_seconds(
+                        self.torch_import_timeout_s)
+                    for spec in remaining:
+                        outcomes[spec["id"]] = ProbeOutcome(spec["id"], "timeout", error=error)
+                    self._no_torch = False
+                    break
                 if had_no_torch:
                     for spec in remaining:
                         outcomes[spec["id"]] = ProbeOutcome(spec["id"], "crashed", error="the worker could not start")
