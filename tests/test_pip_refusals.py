@@ -4,11 +4,13 @@ real uv environment; pip's own words for the others as pip prints them."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_envdoctor
 
 from envdoctor.pipeline.fix.action import NotApplicable
 from envdoctor.pipeline.fix.kinds.pip import _last_error, prepare
@@ -52,13 +54,72 @@ def test_a_resolver_conflict_is_named_by_pips_own_cause_lines() -> None:
     assert _last_error(quiet).startswith("ERROR: Cannot install torch==2.13.0+cu126 because")
 
 
-def test_an_environment_uv_made_has_no_pip_and_the_step_says_how_to_run_it_with_uv(tmp_path: Path) -> None:
-    uv = pytest.importorskip("uv", reason="uv is not installed here").find_uv_bin()
-    subprocess.run([uv, "venv", "-q", "-p", sys.executable, str(tmp_path / "env")], check=True, capture_output=True)
-    python = str(tmp_path / "env" / "bin" / "python")
-    assert "uv = " in (tmp_path / "env" / "pyvenv.cfg").read_text()
+def _uv() -> str:
+    return str(pytest.importorskip("uv", reason="uv is not installed here").find_uv_bin())
+
+
+def _uv_env(folder: Path) -> Path:
+    subprocess.run([_uv(), "venv", "-q", "-p", sys.executable, str(folder)], check=True, capture_output=True)
+    assert "uv = " in (folder / "pyvenv.cfg").read_text()
+    return folder / "bin" / "python"
+
+
+def _freeze(uv: str, python: Path) -> str:
+    return subprocess.run([uv, "pip", "freeze", "--python", str(python)], check=True, capture_output=True, text=True).stdout
+
+
+def test_an_environment_uv_made_without_uv_at_hand_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = str(_uv_env(tmp_path / "env"))
+    # a machine where uv is neither on PATH nor installed beside envdoctor
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "nothing-here" / "python"))
     with pytest.raises(NotApplicable) as refused:
-        prepare({"install": ["numpy"]}, python)
-    assert str(refused.value) == ("%s is in an environment uv made, which has no pip: run the step with uv "
-                                  "(`uv pip install ... --python %s`), or add pip with `uv pip install pip --python %s`"
-                                  % (python, python, python))
+        prepare({"install": ["numpy"]}, python, "uv")
+    assert str(refused.value) == (
+        "%s is in an environment uv made, which has no pip, and uv is not on PATH here: install uv "
+        "(https://docs.astral.sh/uv/getting-started/installation/) and run the step with it (`uv pip install ... --python %s`), "
+        "or add pip with `%s -m ensurepip`" % (python, python, python))
+
+
+def test_uv_says_why_it_cannot_resolve_in_one_line(tmp_path: Path) -> None:
+    python = str(_uv_env(tmp_path / "env"))
+    with pytest.raises(NotApplicable) as refused:
+        prepare({"install": ["envdoctor-no-such-distribution==1.0"]}, python, "uv")
+    said = str(refused.value)
+    assert said.startswith("uv cannot install envdoctor-no-such-distribution: ") and "\n" not in said, said
+
+
+@pytest.mark.slow
+def test_in_an_environment_uv_made_fix_runs_uv_and_undo_gives_it_back(tmp_path: Path) -> None:
+    """A venv made by `uv venv` (no pip in it) holding the PyPI impostor `apex`, as `uv pip install apex`
+    leaves it: the report's remedy and the plan say `uv pip uninstall apex --python <env>`, fix runs
+    it with uv and verifies, and undo (offline) gives back the same freeze; no pip was added."""
+    uv = _uv()
+    python = _uv_env(tmp_path / "env")
+    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "apex==0.9.10dev", "--python", str(python)],
+                   check=True, capture_output=True)
+    before = _freeze(uv, python)
+    assert "apex==0.9.10.dev0" in before
+    state = {"ENVDOCTOR_STATE_DIR": str(tmp_path / "state")}
+    args = ("--python", str(python), "--no-config", "--only", "apex", "--json")
+    checked = run_envdoctor("check", *args, env=state)
+    assert checked.returncode == 1, checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["environment"]["installer"] == "uv"
+    (apex,) = [c for c in report["checks"] if c["id"] == "apex"]
+    commands = [c for f in apex["findings"] for r in f["remedies"] if r["kind"] == "pip" for c in r["commands"]]
+    assert "uv pip uninstall apex --python %s" % python in commands, commands
+    assert not any(" -m pip " in c for f in apex["findings"] for r in f["remedies"] for c in r["commands"])
+
+    fixed = run_envdoctor("fix", "--yes", *args, env=state)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    result = json.loads(fixed.stdout)
+    (step,) = result["plan"]["steps"]
+    assert step["lines"] == ["uv pip uninstall apex --python %s" % python]
+    assert result["outcome"]["status"] == "verified"
+    assert "apex==" not in _freeze(uv, python)
+    assert not list((tmp_path / "env").glob("lib/python*/site-packages/pip"))  # uv's way: no pip was added
+
+    undone = run_envdoctor("undo", env=dict(state, UV_OFFLINE="1", PIP_NO_INDEX="1"))
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert _freeze(uv, python) == before

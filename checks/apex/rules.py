@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.remedies.actions import pip_remedy
-from envdoctor.target.remedies.commandline import pip_command
+from envdoctor.target.remedies.commandline import UV, pip_command
 from envdoctor.target.versions import release_tuple
 
 from .probe import CUDA_EXTENSIONS, ID, IMPOSTOR_MODULES, NVIDIA_MARKERS, mix
@@ -155,18 +155,24 @@ def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first
                  % torch_version)
     else:
         needs = "needs nvcc %s (= torch.version.cuda of torch %s; setup.py refuses another version)" % (cuda, torch_version)
-    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % pip_command(env.python, "install", "-v", "--no-build-isolation", ".")
-    steps: Tuple[str, ...] = (pip_command(env.python, "uninstall", "-y", "apex"),) if uninstall_first else ()
+    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % pip_command(env.python, "install", "-v", "--no-build-isolation", ".", installer=env.installer)
+    steps: Tuple[str, ...] = (pip_command(env.python, "uninstall", "-y", "apex", installer=env.installer),) if uninstall_first else ()
     steps += ("git clone %s" % NVIDIA_REPO, "cd apex", env_form)
     pip_version = release_tuple(facts.get("pip"))
     flags: Tuple[str, ...]
-    if not pip_version or pip_version >= (23, 1):
+    if env.installer == UV or not pip_version or pip_version >= (23, 1):
         flags = ("--config-settings", '"--build-option=--cpp_ext"', "--config-settings", '"--build-option=--cuda_ext"')
-        flag_note = "pip %s >= 23.1" % (facts.get("pip") or "?")
+        if env.installer == UV:
+            flag_note = "uv pip passes them as --config-settings"
+        elif pip_version:
+            flag_note = "pip %s >= 23.1" % facts.get("pip")
+        else:
+            flag_note = "this Python has no pip: `%s -m ensurepip` first" % env.python
     else:
         flags = ('--global-option="--cpp_ext"', '--global-option="--cuda_ext"')
         flag_note = "pip %s < 23.1" % facts.get("pip")
-    flag_form = pip_command(env.python, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation", *flags, "./")
+    flag_form = pip_command(env.python, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation",
+                            *flags, "./", installer=env.installer)
     return (
         Remedy("%s: build NVIDIA apex from its source with the C++ and CUDA extensions, into this interpreter "
                "(NVIDIA apex is not on PyPI: the index's `apex` is the web toolkit); %s" % (why, needs),

@@ -209,6 +209,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         implementation=platform.python_implementation(),
         executable=sys.executable,
         prefix=sys.prefix,
+        pip=importlib.util.find_spec("pip") is not None,  # an environment uv made has none
         platform=platform.platform(),
         sys_platform=sys.platform,
         machine=platform.machine(),

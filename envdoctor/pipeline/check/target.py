@@ -20,6 +20,7 @@ from envdoctor.target.model import Gpu, Target
 from envdoctor.target.platform.kernel import kernel_state
 from envdoctor.target.platform.where import here
 from envdoctor.target.redact import environment_variables
+from envdoctor.target.remedies.commandline import installer_of
 from envdoctor.target.version import __version__
 
 # Environment variables that change what torch and the trainers do.
@@ -107,6 +108,7 @@ def build_target(interpreter: str, run: RunResult, intent: Optional[Intent], fac
         sys_platform=hello.get("sys_platform"),
         machine=hello.get("machine"),
         prefix=hello.get("prefix"),
+        installer=installer_of(hello.get("prefix"), hello.get("pip")),
         torch=imported.get("version") if imported.get("ok") else None,
         torch_distribution=imported.get("distribution") if imported.get("ok") else None,
         torch_import={k: imported.get(k) for k in ("ok", "error_type", "error") if k in imported},

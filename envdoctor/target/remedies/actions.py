@@ -65,7 +65,7 @@ def action_names(action: Mapping[str, Any], keys: Sequence[str] = ("install", "u
 def pip_remedy(summary: str, rid: str, env: Target, **action: Any) -> Remedy:
     """A pip remedy in the target interpreter: pip_action's keywords, commands generated."""
     built = pip_action(env, **action)
-    return Remedy(summary, kind=PIP.name, commands=pip_commands(built, env.python), id=rid, action=built)
+    return Remedy(summary, kind=PIP.name, commands=pip_commands(built, env.python, env.installer), id=rid, action=built)
 
 
 def env_remedy(summary: str, rid: str, set_env: Optional[Mapping[str, str]] = None, unset_env: Sequence[str] = ()) -> Remedy:

@@ -14,18 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
+from envdoctor.target.remedies.commandline import PIP as PIP_INSTALLER
 from envdoctor.target.remedies.commandline import env_commands, pip_commands
 from envdoctor.target.versions import requirement_name
 
-Commands = Callable[[Mapping[str, Any], Optional[str]], Tuple[str, ...]]
+Commands = Callable[[Mapping[str, Any], Optional[str], str], Tuple[str, ...]]  # (action, python, installer)
 
 
-def _no_commands(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
+def _no_commands(action: Mapping[str, Any], python: Optional[str], installer: str = PIP_INSTALLER) -> Tuple[str, ...]:
     """Config actions print nothing: `fix` edits the config's span, and the remedy's words name the settings."""
     return ()
 
 
-def _env(action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
+def _env(action: Mapping[str, Any], python: Optional[str], installer: str = PIP_INSTALLER) -> Tuple[str, ...]:
     return env_commands(action)
 
 
@@ -34,7 +35,7 @@ class RemedyKind:
     name: str  # Remedy.kind
     keys: Tuple[str, ...]  # the closed vocabulary of its action
     rank: int  # the plan's order: a config edit before a variable, a package, torch itself
-    commands: Commands  # (action, target python) -> the command lines printed for it
+    commands: Commands  # (action, target python, its installer) -> the command lines printed for it
     applier: Optional[str] = None  # the module of `fix` that prepares, applies and undoes it; None: never applied
 
 
@@ -76,6 +77,6 @@ def rank_of(kind: str, action: Mapping[str, Any]) -> int:
     return kind_of(kind).rank
 
 
-def commands_for(kind: str, action: Mapping[str, Any], python: Optional[str]) -> Tuple[str, ...]:
-    """What a remedy of `kind` prints for `action`."""
-    return kind_of(kind).commands(action, python)
+def commands_for(kind: str, action: Mapping[str, Any], python: Optional[str], installer: str = PIP_INSTALLER) -> Tuple[str, ...]:
+    """What a remedy of `kind` prints for `action`, in the target's installer."""
+    return kind_of(kind).commands(action, python, installer)

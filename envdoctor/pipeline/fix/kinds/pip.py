@@ -1,10 +1,11 @@
 """Kind "pip": a remedy's pip action run by the target interpreter's own pip (never a shell),
-with torch pinned by the action's constraints.
+with torch pinned by the action's constraints; in an environment uv made without pip, by uv
+pointed at the target (`uv pip ... --python <target>`), the way its owner changes it.
 
 Before pip changes anything, the step records the target's full listing and stashes every
 distribution the action will remove or replace: the uninstalled names, and for an install
 what pip itself reports it would replace (`pip install --dry-run --report -`, pip >= 22.2;
-the named requirements on an older pip). `undo(step)` then works offline: it uninstalls
+`uv pip install --dry-run`'s list; the named requirements on an older pip). `undo(step)` then works offline: it uninstalls
 what the step brought in and puts the stashed files back.
 """
 
@@ -14,7 +15,9 @@ import functools
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
@@ -25,11 +28,13 @@ from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
 from envdoctor.pipeline.fix.journal import JournalStep
 from envdoctor.target.model import Target
 from envdoctor.target.remedies.actions import action_names
-from envdoctor.target.remedies.commandline import PipRun, pip_commands, pip_runs
+from envdoctor.target.remedies.commandline import PIP as PIP_INSTALLER
+from envdoctor.target.remedies.commandline import UV, PipRun, made_by_uv, pip_commands, pip_runs
 from envdoctor.target.remedies.kinds import PIP
 from envdoctor.target.versions import release_tuple
 
 KIND = PIP.name
+_UV_WOULD_INSTALL = re.compile(r"^ \+ ([A-Za-z0-9._-]+)==(\S+)\s*$", re.M)
 REPORT_PIP = (22, 2)  # `pip install --dry-run --report`: pip 22.2 release notes (https://pip.pypa.io/en/stable/news/#v22-2)
 PIP_VERSION_TIMEOUT_S = 60.0
 # What we add to pip's environment, never to its command line: no prompt can hang a fix, and
@@ -46,9 +51,10 @@ def _pip_env(run: PipRun) -> Dict[str, str]:
 
 
 # How pip says that it could not reach an index (urllib3's words under its retry warnings).
+# uv's: reqwest's "dns error", "tcp connect error", "error sending request for url".
 _UNREACHABLE = re.compile(r"NewConnectionError|Failed to establish a new connection|Temporary failure in name resolution|"
                           r"Name or service not known|nodename nor servname|Network is unreachable|ConnectTimeoutError|"
-                          r"Read timed out|ProxyError|SSLError")
+                          r"Read timed out|ProxyError|SSLError|dns error|tcp connect error|error sending request for url")
 
 
 def _index_host(argv: Sequence[str]) -> str:
@@ -57,7 +63,7 @@ def _index_host(argv: Sequence[str]) -> str:
     return urllib.parse.urlsplit(url).hostname or "pypi.org" if url else "pypi.org"
 
 
-def _last_error(output: str, argv: Sequence[str] = ()) -> str:
+def _last_error(output: str, argv: Sequence[str] = (), installer: str = PIP_INSTALLER) -> str:
     """pip's last `ERROR:` line, else its last line: the one line the user needs. An index that could
     not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution";
     a resolver conflict by what pip names as its cause."""
@@ -71,20 +77,32 @@ def _last_error(output: str, argv: Sequence[str] = ()) -> str:
         causes = lines[lines.index("The conflict is caused by:") + 1:]
         causes = causes[:next((i for i, line in enumerate(causes) if line.startswith(("To fix", "Additionally"))), len(causes))]
         return "the requirements conflict: %s" % "; ".join(causes[:4])
+    # uv: "error: No solution found when resolving dependencies:" and its "cause:" lines under it
+    # (pip writes "error: subprocess-exited-with-error" too: its last ERROR line says more)
+    uv_error = next((i for i, line in enumerate(lines) if line.startswith("error:")), None) if installer == UV else None
+    if uv_error is not None:
+        causes = [line.split(":", 1)[1].strip() for line in lines[uv_error + 1:] if line.startswith(("cause:", "Caused by:", "╰─▶"))]
+        return "; ".join([lines[uv_error][len("error:"):].strip().rstrip(":")] + causes[:2])
     # pip's closing "ResolutionImpossible: for help visit ..." says less than the line before it
     errors = [line for line in lines if line.startswith("ERROR:") and not line.startswith("ERROR: ResolutionImpossible: for help")]
     return (errors or lines or ["no output"])[-1]
 
 
-def _run_pip(python: str, run: PipRun, extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
+def find_uv() -> Optional[str]:
+    """The uv that runs the steps of an environment uv made: on PATH, else installed beside envdoctor."""
+    beside = os.path.join(os.path.dirname(sys.executable), "uv")
+    return shutil.which("uv") or (beside if os.access(beside, os.X_OK) else None)
+
+
+def _run_pip(python: str, run: PipRun, extra: Sequence[str] = (), installer: str = PIP_INSTALLER, uv: str = "uv") -> subprocess.CompletedProcess:
     """One pip invocation with its output captured. pip runs in a process group of its own, so a
     Ctrl-C meant for envdoctor does not cut it at a random point: envdoctor stops it (the whole
     group, its build subprocesses too) and then rolls back; pip never outlives envdoctor."""
-    argv = run.argv(python) + list(extra)
+    argv = run.argv(python, installer, uv) + list(extra)
     try:
         child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_pip_env(run), **own_group())
     except OSError as exc:
-        raise FixError("cannot run %s: %s" % (run.line(python), exc)) from exc
+        raise FixError("cannot run %s: %s" % (run.line(python, installer), exc)) from exc
     try:
         out, err = child.communicate()
     except BaseException:  # Ctrl-C, SIGTERM: stop pip and what it started, then let the rollback run
@@ -111,15 +129,10 @@ def pip_version(python: str) -> Tuple[int, ...]:
 def _no_pip(python: str, error: str) -> str:
     """Why the target has no pip, and how to get one: an environment that uv made says so in its
     pyvenv.cfg (`uv = 0.13.9`), and uv puts no pip in it."""
-    config = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(python))), "pyvenv.cfg")
-    try:
-        with open(config, encoding="utf-8", errors="replace") as handle:
-            made_by_uv = any(line.split("=")[0].strip() == "uv" for line in handle)
-    except OSError:
-        made_by_uv = False
-    if made_by_uv:
-        return ("%s is in an environment uv made, which has no pip: run the step with uv (`uv pip install ... --python %s`), "
-                "or add pip with `uv pip install pip --python %s`" % (python, python, python))
+    if made_by_uv(os.path.dirname(os.path.dirname(os.path.abspath(python)))):
+        return ("%s is in an environment uv made, which has no pip, and uv is not on PATH here: install uv "
+                "(https://docs.astral.sh/uv/getting-started/installation/) and run the step with it "
+                "(`uv pip install ... --python %s`), or add pip with `%s -m ensurepip`" % (python, python, python))
     return "%s has no pip (`%s -m pip` fails: %s): add it with `%s -m ensurepip`" % (python, python, error, python)
 
 
@@ -130,6 +143,8 @@ class PipAction:
     action: Dict[str, Any]
     python: str
     pip: Tuple[int, ...] = ()
+    installer: str = PIP_INSTALLER  # "uv": the steps run as `uv pip ... --python <python>`
+    uv: str = "uv"  # the uv binary that runs them
     kind: str = KIND
     # filled by apply(), read by confirm()
     before: Dict[str, str] = field(default_factory=dict)
@@ -138,13 +153,13 @@ class PipAction:
     resolved: Optional[Dict[str, str]] = None  # what pip's dry run at plan time would install; None: not asked
 
     def lines(self) -> List[str]:
-        commands = list(pip_commands(self.action, self.python))
+        commands = list(pip_commands(self.action, self.python, self.installer))
         if self.resolved:
             commands.append("# pip resolves it to: %s" % ", ".join("%s %s" % kv for kv in sorted(self.resolved.items())))
         return commands
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind, "python": self.python, "action": dict(self.action), "commands": list(pip_commands(self.action, self.python)),
+        return {"kind": self.kind, "python": self.python, "action": dict(self.action), "commands": list(pip_commands(self.action, self.python, self.installer)),
                 "resolved": self.resolved}
 
     def _install_run(self) -> Optional[PipRun]:
@@ -156,22 +171,28 @@ class PipAction:
         run = self._install_run()
         if run is None:
             return {}
-        if self.pip < REPORT_PIP:
+        if self.installer != UV and self.pip < REPORT_PIP:
             return None
-        proc = _run_pip(self.python, run, ("--dry-run", "--quiet", "--report", "-"))
+        extra = ("--dry-run",) if self.installer == UV else ("--dry-run", "--quiet", "--report", "-")
+        proc = self._run(run, extra)
         if proc.returncode != 0:
-            raise FixError("pip cannot install %s: %s" % (" ".join(action_names(self.action)) or "the requirements",
-                                                          _last_error(proc.stderr + proc.stdout, run.args)))
+            raise FixError("%s cannot install %s: %s" % (self.installer, " ".join(action_names(self.action)) or "the requirements",
+                                                         _last_error(proc.stderr + proc.stdout, run.args, self.installer)))
+        if self.installer == UV:  # uv lists what it would install as " + name==version" (its --dry-run has no report)
+            return {stash.canonical(m.group(1)): m.group(2) for m in _UV_WOULD_INSTALL.finditer(proc.stderr + proc.stdout)}
         try:
             report = json.loads(proc.stdout)
             return {stash.canonical(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in report.get("install") or ()}
         except (ValueError, KeyError, TypeError) as exc:
             raise FixError("cannot read pip's --dry-run report: %s" % exc) from exc
 
+    def _run(self, run: PipRun, extra: Sequence[str] = ()) -> subprocess.CompletedProcess:
+        return _run_pip(self.python, run, extra, self.installer, self.uv)
+
     def apply(self, step: JournalStep) -> None:
         """Listing and stash into the journal, saved; then pip runs."""
         self.before = stash.listing(self.python)
-        step.record.update({"python": self.python, "listing_before": self.before, "stashed": [], "ran": []})
+        step.record.update({"python": self.python, "installer": self.installer, "listing_before": self.before, "stashed": [], "ran": []})
         step.save()
         planned = self.will_install()
         removed = {stash.canonical(n) for n in self.action.get("uninstall") or ()}
@@ -187,9 +208,10 @@ class PipAction:
         for run in pip_runs(self.action):
             step.record["ran"].append(run.verb)
             step.save()  # before pip changes anything: undo knows it may have
-            proc = _run_pip(self.python, run)
+            proc = self._run(run)
             if proc.returncode != 0:
-                raise FixError("`pip %s` failed: %s" % (run.verb, _last_error(proc.stderr + proc.stdout, run.args)))
+                raise FixError("`%s %s` failed: %s" % ("uv pip" if self.installer == UV else "pip", run.verb,
+                                                       _last_error(proc.stderr + proc.stdout, run.args, self.installer)))
         step.record["listing_after"] = stash.listing(self.python)
         step.save()
 
@@ -230,26 +252,32 @@ def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
     return None
 
 
-def prepare(action: Mapping[str, Any], python: str) -> PipAction:
-    """The action checked against the closed vocabulary and the target's pip; changes nothing."""
+def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALLER) -> PipAction:
+    """The action checked against the closed vocabulary and the target's installer; changes nothing."""
     unknown = sorted(set(action) - set(PIP.keys))
     if unknown:
         raise NotApplicable("pip action with keys envdoctor does not apply: %s" % ", ".join(unknown))
     if not (action.get("install") or action.get("upgrade") or action.get("uninstall")):
         raise NotApplicable("pip action with nothing to install, upgrade or uninstall")
-    prepared_action = PipAction(action=dict(action), python=python, pip=pip_version(python))
+    if installer == UV:
+        uv = find_uv()
+        if uv is None:
+            raise NotApplicable(_no_pip(python, "no pip module"))
+        prepared_action = PipAction(action=dict(action), python=python, installer=UV, uv=uv)
+    else:
+        prepared_action = PipAction(action=dict(action), python=python, pip=pip_version(python))
     prepared_action.resolved = _resolved(prepared_action)
     return prepared_action
 
 
 # A plan weighs a remedy, then prepares the one it takes: pip resolves each action once per run.
-_RESOLVED: Dict[Tuple[str, str], Union[Optional[Dict[str, str]], str]] = {}
+_RESOLVED: Dict[Tuple[str, str, str], Union[Optional[Dict[str, str]], str]] = {}
 
 
 def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
     """What pip's dry run would install, before anything changes; NotApplicable (a conflict, an
     index out of reach) so that the plan says why and takes an alternative that can work."""
-    key = (action.python, json.dumps(action.action, sort_keys=True))
+    key = (action.python, action.installer, json.dumps(action.action, sort_keys=True))
     if key not in _RESOLVED:
         try:
             _RESOLVED[key] = action.will_install()
@@ -263,7 +291,7 @@ def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
 
 def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[PipAction, NotApplicable]]:
     """The plan's pip steps, each in the target interpreter."""
-    return [prepared(functools.partial(prepare, action, target.python)) for action in actions]
+    return [prepared(functools.partial(prepare, action, target.python, target.installer)) for action in actions]
 
 
 def undo(step: JournalStep) -> None:
@@ -294,9 +322,13 @@ def undo(step: JournalStep) -> None:
     remove = sorted(n for n in touched if n in now)
     if remove:
         run = PipRun(("uninstall", "-y", *remove))
-        proc = _run_pip(python, run)
+        installer = str(record.get("installer") or PIP_INSTALLER)
+        uv = find_uv() if installer == UV else "uv"
+        if uv is None:
+            raise FixError("cannot undo step %d: it ran with uv, and uv is not on PATH here" % step.number)
+        proc = _run_pip(python, run, (), installer, uv)
         if proc.returncode != 0:
-            raise FixError("cannot undo step %d: `pip uninstall` failed: %s" % (step.number, _last_error(proc.stderr + proc.stdout)))
+            raise FixError("cannot undo step %d: `pip uninstall` failed: %s" % (step.number, _last_error(proc.stderr + proc.stdout, (), installer)))
     for entry in stashed:
         stash.restore(entry, step.dir / "stash" / entry["folder"])
     final = stash.listing(python)
