@@ -34,11 +34,13 @@ def top(text: str) -> str:
 
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
-# right), then 264 gathered for issue 25 and split by a hash of their address: dev-2 (signatures written against
-# them) and holdout-2 (never read while writing signatures: the figure a user meets).
+# right), then 264 gathered for issue 25 and 55 more for its weakest families, each batch split by a hash of their
+# address: dev-2 / dev-3 (signatures written against them) and holdout-2 / holdout-3 (never read while writing
+# signatures: the figure a user meets).
 FIRST = [c for c in CASES if c.header.get("set") in (None, "holdout")]
-DEV_2 = [c for c in CASES if c.header.get("set") == "dev-2"]
+DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3")]
 HOLDOUT_2 = [c for c in CASES if c.header.get("set") == "holdout-2"]
+HOLDOUT_3 = [c for c in CASES if c.header.get("set") == "holdout-3"]
 
 
 def right(case: Case) -> bool:
@@ -49,7 +51,7 @@ def right(case: Case) -> bool:
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     known = {c.id for c in CHECKS} | {"none"}
-    assert len(CASES) >= 300 and len(FIRST) + len(DEV_2) + len(HOLDOUT_2) == len(CASES)
+    assert len(CASES) >= 300 and len(FIRST) + len(DEV) + len(HOLDOUT_2) + len(HOLDOUT_3) == len(CASES)
     assert sorted(c.header["seed"] for c in CASES if c.seed) == ["000", "001", "002", "003", "004"]
     assert sum(1 for c in CASES if c.expect == "none") >= 0.15 * len(CASES)  # confusable negatives
     for case in CASES:
@@ -58,8 +60,8 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
         assert case.body.strip(), case.name
     assert len({c.header["source"] for c in CASES}) == len(CASES)  # one case per thread
     assert {c.expect for c in CASES} == known  # every check id, and negatives
-    assert {c.header.get("os") for c in DEV_2 + HOLDOUT_2} == {"linux", "windows", "macos", "unknown"}
-    assert len(HOLDOUT_2) >= 0.3 * (len(DEV_2) + len(HOLDOUT_2))
+    assert {c.header.get("os") for c in DEV + HOLDOUT_2} == {"linux", "windows", "macos", "unknown"}
+    assert len(HOLDOUT_2 + HOLDOUT_3) >= 0.3 * len(DEV + HOLDOUT_2 + HOLDOUT_3)
 
 
 def _score(name: str, cases: List[Case]) -> float:
@@ -71,14 +73,18 @@ def _score(name: str, cases: List[Case]) -> float:
 def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print("\ntraceback corpus (tests/data/tracebacks/README.md):")
-        first, dev, held = _score("first 104", FIRST), _score("dev-2", DEV_2), _score("holdout-2 (never read for a signature)", HOLDOUT_2)
+        first, dev = _score("first 104", FIRST), _score("dev-2 + dev-3", DEV)
+        held = _score("holdout-2 (never read for a signature)", HOLDOUT_2)
+        _score("holdout-3 (never read for a signature)", HOLDOUT_3)
+        held_all = _score("held out, both", HOLDOUT_2 + HOLDOUT_3)
         _score("all", CASES)
-        for case in FIRST + DEV_2:  # the held-out misses are not printed: reading them is writing against them
+        for case in FIRST + DEV:  # the held-out misses are not printed: reading them is writing against them
             if not right(case):
                 print("  miss: %s: expected %s, got %s" % (case.name, case.expect, top(case.body)))
     assert first == 1.0
     assert dev >= 0.90
-    assert held >= 0.85  # measured 86.1% (issue 25 aims at 90%)
+    assert held >= 0.87  # measured 88.0% (issue 25 aims at 90%)
+    assert held_all >= 0.82  # measured 83.3%: holdout-3 was gathered for the weakest families (55.6% of 18 on arrival)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
@@ -137,6 +143,19 @@ def test_float8_promotion_is_dora_fp8_from_an_adapter_and_fp8_from_plain_math() 
     assert top(_traceback(message, "/home/me/OneTrainer/modules/module/LoRAModule.py")) == "dora-fp8"
     assert top(_traceback(message, SITE + "peft/tuners/lora/layer.py")) == "dora-fp8"
     assert top(_traceback(message, SITE + "torchao/float8/float8_linear.py")) == "fp8"
+
+
+def test_an_fp16_overflow_told_in_words_is_library_probes_only_beside_fp16_and_never_for_the_safety_checker() -> None:
+    """No error line at all: a NaN loss or a black image is the fp16 overflow only where the text asks for fp16
+    (or names a setup that overflows in it), and never where the pipeline's safety checker blanked the image."""
+    for text in ("I fine-tune t5-large with fp16=True and the loss becomes nan after a few steps.\n",
+                 "SDXL gives me a black image every time, whatever the prompt.\n",
+                 "float16的logits中有很多nan值\n",  # CJK around the word: no \\b boundary there
+                 "Works with bfloat16, but the output is empty with float16.\n"):
+        assert top(text) == "library-probes", text
+    for text in ("The loss becomes nan after a few steps.\n",  # nothing says fp16: a learning rate, a data bug
+                 "I get a black image in fp16; the log says: Potential NSFW content was detected in one or more images.\n"):
+        assert top(text) == "none", text
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -28,6 +28,18 @@ from .rules import ID, diagnose, summarize
 _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
                  r"diffusers[/\\]models[/\\](unets|autoencoders|attention|attention_processor|resnet|embeddings|normalization)")
 
+# NaN or inf told in words, and the blank images or empty replies they become (a line of prose, or a printed tensor of
+# nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
+_NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)(?![A-Za-z])"
+PROSE_NAN = (r"(?i)\b(solid )?black (image|images|output|outputs|result|results|picture|pictures|video|frames?|screen)\b|"
+             r"\bloss\b[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}\bloss\b|\ball[- ]nan\b|NaN detected in latents|"
+             r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents)\b|"
+             r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
+             r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN})
+# fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
+PROSE_FP16 = (r"(?i)\bfp16\b|float16|\bhalf\b|--no-half|no_half|\.half\(\)|16-mixed|\bamp\b|fp16-fix|mixed.precision|\bsdxl\b|"
+              r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
+
 SIGNATURES = (
     Signature("fp16-fails", r"\"?\w+\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
@@ -61,6 +73,17 @@ SIGNATURES = (
                                "or the whole model in bf16 where the GPU has it", id="vae-fp32"),),
               # NaNs that persist in fp32 are not an fp16 overflow (wrong settings, a broken checkpoint)
               unless=(r"(already|still|even)\b[^\n]{0,80}(float32|fp32|--no-half|32-bit|full precision)",)),
+    # The same overflow told in words, with no error line: NaN losses, NaN logits or latents, black images, from a run in
+    # fp16. Read only where no raised error explains the log, and only beside fp16 words or the setups known to overflow
+    # there: SDXL's VAE (the reason madebyollin/sdxl-vae-fp16-fix exists), GTX 16xx cards (A1111's wiki: they need
+    # --precision full --no-half).
+    Signature("fp16-overflow", PROSE_NAN, context=(PROSE_FP16,), context_required=True,
+              unless=(r"(?i)safety[_ ]checker|\bnsfw\b",),  # the pipeline's safety checker blanks an image on purpose
+              cause="the model overflows in fp16 (values past 65504 become inf, then NaN: NaN losses, black images); it was "
+                    "trained in bf16 or fp32",
+              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (SDXL: an fp32 "
+                               "VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: `--precision full --no-half`)",
+                               id="bf16-not-fp16"),)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),
