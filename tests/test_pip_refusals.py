@@ -13,7 +13,7 @@ import pytest
 from conftest import run_envdoctor
 
 from envdoctor.pipeline.fix.action import NotApplicable
-from envdoctor.pipeline.fix.kinds.pip import _last_error, prepare
+from envdoctor.pipeline.fix.kinds.pip import EXTERNALLY_MANAGED, _last_error, prepare
 
 # pip 24's refusal in a Debian/Ubuntu system Python (the marker file in its stdlib folder)
 PEP_668 = """error: externally-managed-environment
@@ -45,6 +45,33 @@ ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/topics
 def test_an_externally_managed_python_is_refused_with_the_venv_route() -> None:
     said = _last_error(PEP_668)
     assert said.startswith("this Python is externally managed (PEP 668)") and "python3 -m venv" in said and "\n" not in said
+
+
+def _externally_managed_python() -> str:
+    """A real PEP 668 Python on this machine (Debian's /usr/bin/python3), or a skip."""
+    for python in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        found = subprocess.run([python, "-c", "from envdoctor.target.worker import externally_managed as e; print(e())"],
+                               capture_output=True, text=True, env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])}) \
+            if Path(python).exists() else None
+        if found is not None and found.stdout.strip() == "True":
+            return python
+    pytest.skip("no externally managed (PEP 668) Python on this machine")
+
+
+def test_a_real_externally_managed_python_gets_no_pip_step_but_the_venv_route() -> None:
+    """pip's `--dry-run --report` is exempt from PEP 668, so the dry run resolves; the install would be refused.
+    The plan must not offer it as a step it can apply: it says why, with the way that works."""
+    python = _externally_managed_python()
+    checked = run_envdoctor("check", "--json", "--python", python, "--no-config", "--only", "torch-install")
+    assert json.loads(checked.stdout)["environment"]["externally_managed"] is True
+    proc = run_envdoctor("fix", "--json", "--python", python, "--no-config", "--only", "torch-install")
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads(proc.stdout)
+    steps = result["plan"]["steps"]
+    assert steps and not any(step["applies"] for step in steps)
+    reasons = [p["reason"] for step in steps for p in step["passed_over"]]
+    assert reasons and all(r == "%s: %s" % (python, EXTERNALLY_MANAGED) for r in reasons), reasons
+    assert "python3 -m venv" in EXTERNALLY_MANAGED
 
 
 def test_a_resolver_conflict_is_named_by_pips_own_cause_lines() -> None:

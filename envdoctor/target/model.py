@@ -165,6 +165,7 @@ class Target:
     machine: Optional[str] = None  # "x86_64"
     prefix: Optional[str] = None  # sys.prefix of the target
     installer: str = "pip"  # what changes its packages: "pip", or "uv" in an environment uv made without pip
+    externally_managed: bool = False  # PEP 668: the system's package manager owns it; pip refuses to install
     torch: Optional[str] = None  # torch.__version__, None when it does not import
     # torch's installed distribution version, what pip knows: "2.0.1" where torch.__version__ says
     # "2.0.1+cu117" (PyPI's CUDA wheels); a pin must name this one or pip cannot resolve it
@@ -205,7 +206,8 @@ class Target:
         return {
             "executable": self.python, "target_python": self.interpreter, "python": self.python_version,
             "implementation": self.implementation, "platform": self.platform, "sys_platform": self.sys_platform,
-            "machine": self.machine, "prefix": self.prefix, "installer": self.installer, "torch": self.torch, "torch_distribution": self.torch_distribution,
+            "machine": self.machine, "prefix": self.prefix, "installer": self.installer,
+            "externally_managed": self.externally_managed, "torch": self.torch, "torch_distribution": self.torch_distribution,
             "torch_import": dict(self.torch_import),
             "cuda_build": self.cuda_build, "devices": list(self.devices), "gpus": [g.to_dict() for g in self.gpus],
             "intent": self.intent.to_dict() if self.intent else None, "rank": self.rank, "where": self.where.to_dict(),
@@ -227,6 +229,7 @@ class Target:
             machine=environment.get("machine"),
             prefix=environment.get("prefix"),
             installer=environment.get("installer") or "pip",
+            externally_managed=bool(environment.get("externally_managed")),
             torch=environment.get("torch"),
             torch_distribution=environment.get("torch_distribution"),
             torch_import=torch_import,

@@ -191,6 +191,19 @@ def run_probe(check: Check, torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     return facts
 
 
+def externally_managed() -> bool:
+    """PEP 668 (https://peps.python.org/pep-0668/): a Python whose stdlib folder holds EXTERNALLY-MANAGED
+    (Debian's and Ubuntu's system Python) refuses pip installs; a venv made from it does not."""
+    if sys.prefix != getattr(sys, "base_prefix", sys.prefix):
+        return False
+    import sysconfig
+
+    try:
+        return os.path.isfile(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED"))
+    except (KeyError, TypeError, OSError):
+        return False
+
+
 def _option(args: List[str], name: str) -> Optional[str]:
     return args[args.index(name) + 1] if name in args[:-1] else None
 
@@ -210,6 +223,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         executable=sys.executable,
         prefix=sys.prefix,
         pip=importlib.util.find_spec("pip") is not None,  # an environment uv made has none
+        externally_managed=externally_managed(),
         platform=platform.platform(),
         sys_platform=sys.platform,
         machine=platform.machine(),

@@ -109,6 +109,7 @@ def build_target(interpreter: str, run: RunResult, intent: Optional[Intent], fac
         machine=hello.get("machine"),
         prefix=hello.get("prefix"),
         installer=installer_of(hello.get("prefix"), hello.get("pip")),
+        externally_managed=bool(hello.get("externally_managed")),
         torch=imported.get("version") if imported.get("ok") else None,
         torch_distribution=imported.get("distribution") if imported.get("ok") else None,
         torch_import={k: imported.get(k) for k in ("ok", "error_type", "error") if k in imported},

@@ -42,6 +42,12 @@ PIP_VERSION_TIMEOUT_S = 60.0
 QUIET_PIP_ENV = {"PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
+# pip's words for a PEP 668 Python, and the way out that works there
+EXTERNALLY_MANAGED = ("this Python is externally managed (PEP 668) and pip refuses to change it: make a venv "
+                      "(`python3 -m venv ~/venvs/train`), install there (`~/venvs/train/bin/python -m pip install ...`) "
+                      "and train with that python, or use the system's package manager")
+
+
 def _pip_env(run: PipRun) -> Dict[str, str]:
     env = dict(os.environ)
     for key, value in QUIET_PIP_ENV.items():
@@ -68,8 +74,7 @@ def _last_error(output: str, argv: Sequence[str] = (), installer: str = PIP_INST
     not be reached is said so ("cannot reach pypi.org"), not as pip's "no matching distribution";
     a resolver conflict by what pip names as its cause."""
     if "externally-managed-environment" in output:
-        return ("this Python is externally managed (PEP 668) and pip refuses to change it: make a venv "
-                "(`python3 -m venv ~/venvs/train`) and install there, or use the system's package manager")
+        return EXTERNALLY_MANAGED
     if _UNREACHABLE.search(output):
         return "cannot reach %s: pip could not download from it (no network, or a proxy or a firewall in the way)" % _index_host(argv)
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -252,13 +257,15 @@ def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
     return None
 
 
-def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALLER) -> PipAction:
+def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALLER, externally_managed: bool = False) -> PipAction:
     """The action checked against the closed vocabulary and the target's installer; changes nothing."""
     unknown = sorted(set(action) - set(PIP.keys))
     if unknown:
         raise NotApplicable("pip action with keys envdoctor does not apply: %s" % ", ".join(unknown))
     if not (action.get("install") or action.get("upgrade") or action.get("uninstall")):
         raise NotApplicable("pip action with nothing to install, upgrade or uninstall")
+    if externally_managed:  # pip's own dry run does not refuse (pip exempts `--dry-run --report`); its install would
+        raise NotApplicable("%s: %s" % (python, EXTERNALLY_MANAGED))
     if installer == UV:
         uv = find_uv()
         if uv is None:
@@ -291,7 +298,8 @@ def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
 
 def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[PipAction, NotApplicable]]:
     """The plan's pip steps, each in the target interpreter."""
-    return [prepared(functools.partial(prepare, action, target.python, target.installer)) for action in actions]
+    return [prepared(functools.partial(prepare, action, target.python, target.installer, target.externally_managed))
+            for action in actions]
 
 
 def undo(step: JournalStep) -> None:
