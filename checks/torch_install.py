@@ -272,9 +272,15 @@ SIGNATURES = (
     Signature("torch-dll-failed", r"\[WinError 12[67]\]", context=(r"torch[\\/]+lib[\\/]+[\w.-]+\.dll",), context_required=True,
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken", remedies=(VC_RUNTIME, REINSTALL_TORCH)),
-    # "Torch not compiled with CUDA enabled" read the other way: no CUDA on this machine at all (a Mac; a laptop without
-    # an NVIDIA GPU) and code that asks for cuda. cuda-compat's reading (a CPU wheel beside an NVIDIA GPU) leads unless
-    # the log shows such a machine; the live probe decides between them.
+    # "Torch not compiled with CUDA enabled" has two readings, both this check's (DESIGN: a CPU-only wheel on a GPU
+    # machine is a torch-install failure): a CPU wheel beside an NVIDIA GPU, which leads unless the log shows a machine
+    # without CUDA, and no CUDA on this machine at all (a Mac; a laptop without an NVIDIA GPU) with code that asks for
+    # cuda. cuda-compat's probe, which sees the GPUs and the driver, decides between them (confirmed_by).
+    Signature("cpu-only-torch", r"Torch not compiled with CUDA enabled", frames=(r"torch/cuda/__init__\.py",),
+              cause="a CPU-only torch wheel was asked to use CUDA",
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org "
+                               "cuXXX index for your driver) into the interpreter that runs the script", id="torch-cuda-wheel"),)),
     Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
               context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64|"
                        r"\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),

@@ -325,7 +325,6 @@ def signature_codes(text: str) -> List[str]:
         ("the provided PTX was compiled with an unsupported toolchain.", "driver-too-old"),
         ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a "
          "driver from http://www.nvidia.com/Download/index.aspx", "no-cuda-device"),
-        ("AssertionError: Torch not compiled with CUDA enabled", "cpu-only-torch"),
         ("RuntimeError: CUDA error: no CUDA-capable device is detected", "cuda-visible-devices-hides-all"),
         ("RuntimeError: No CUDA GPUs are available", "cuda-visible-devices-hides-all"),
         ("Failed to initialize NVML: Driver/library version mismatch", "driver-library-mismatch"),

@@ -62,15 +62,15 @@ AssertionError: Torch not compiled with CUDA enabled
 
 
 def test_torch_not_compiled_with_cuda_is_read_both_ways_and_the_probe_decides() -> None:
-    """From the text alone the CPU wheel beside a GPU leads and the machine without CUDA follows;
-    probed on this machine (a CPU torch, no NVIDIA GPU), cuda-compat finds no CUDA device, which
-    confirms the second reading, and it goes first."""
-    read = [d["check"] for d in explain_json("--no-probe", "-", text=NOT_COMPILED)["diagnoses"]]
-    assert read == ["cuda-compat", "torch-install"]
+    """Both readings are torch-install's. From the text alone the CPU wheel beside a GPU leads and the
+    machine without CUDA follows; probed on this machine (a CPU torch, no NVIDIA GPU), cuda-compat finds
+    no CUDA device, which confirms the second reading, and it goes first."""
+    read = [(d["check"], d["code"]) for d in explain_json("--no-probe", "-", text=NOT_COMPILED)["diagnoses"]]
+    assert read == [("torch-install", "cpu-only-torch"), ("torch-install", "no-cuda-here")]
     first, second = explain_json("-", text=NOT_COMPILED)["diagnoses"]
     assert (first["check"], first["code"], first["confirmed"]) == ("torch-install", "no-cuda-here", True)
     assert "no CUDA device" in first["confirmation"]
-    assert second["check"] == "cuda-compat" and second["confirmed"] is not True
+    assert (second["check"], second["code"]) == ("torch-install", "cpu-only-torch") and second["confirmed"] is not True
     assert any(r["id"] == "device-here" for r in first["remedies"])
 
 

@@ -10,8 +10,6 @@ WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architectur
                        "cu12.4 wheel, needs a newer torch)", id="torch-wheel-for-gpu")
 DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
                         "CUDA)", id="driver-upgrade")
-CUDA_TORCH = Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org cuXXX index for "
-                    "your driver) into the interpreter that runs the script", id="torch-cuda-wheel")
 VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "
                      "runtime in Colab; `nvidia-smi` must list one", id="visible-devices")
 REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver's kernel module and libraries are the same "
@@ -43,9 +41,6 @@ SIGNATURES = (
     Signature("no-cuda-device", r"Found no NVIDIA driver on your system",
               cause="no NVIDIA driver (libcuda) is installed or loaded",
               remedies=(VISIBLE_GPU,)),
-    Signature("cpu-only-torch", r"Torch not compiled with CUDA enabled",
-              frames=(r"torch/cuda/__init__\.py",), cause="a CPU-only torch wheel was asked to use CUDA",
-              remedies=(CUDA_TORCH,)),
     Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
               cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
               remedies=(VISIBLE_GPU,)),

@@ -221,5 +221,7 @@ def run(command: Sequence[str], probe: bool = True, python: Optional[str] = None
     done.explanation = explain(finished.excerpt, probe or plan, python or interpreter_of_command(command), timeout_s)
     diagnosed = done.explanation.diagnoses
     if plan and diagnosed and done.explanation.report is not None:
-        done.plan = make_plan(done.explanation.report, prefer=[], only=[d.check for d in diagnosed])
+        # the diagnosed checks, and the check whose finding confirmed a reading (its remedies are the exact ones)
+        witnesses = {w.split(":", 1)[0] for d in diagnosed if d.confirmed for w in d.signature.confirmed_by}
+        done.plan = make_plan(done.explanation.report, prefer=[], only=sorted({d.check for d in diagnosed} | witnesses))
     return done

@@ -32,7 +32,10 @@ class Explanation:
         return 0 if self.diagnoses else 1
 
     def probed_checks(self) -> List[str]:
-        return sorted({d.check for d in self.diagnoses} | set(self.matching.supporting))
+        """The diagnoses' checks, the ones whose probes can reproduce them, and the ones whose findings
+        decide between two readings of one message (Signature.confirmed_by: "check-id:code")."""
+        witnesses = {w.split(":", 1)[0] for d in self.diagnoses for w in d.signature.confirmed_by}
+        return sorted({d.check for d in self.diagnoses} | set(self.matching.supporting) | witnesses)
 
     def __repr__(self) -> str:
         return "<envdoctor Explanation: %s>" % (", ".join(d.check for d in self.diagnoses) or "no known cause")

@@ -84,8 +84,8 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
         return Verdict(None, "could not be probed here (%s)" % why)
     live = _live_remedies(own, diagnosis.code)
     witness = _witness(diagnosis, results)
-    if witness is not None:
-        return Verdict(True, "confirmed here: %s" % witness.title, live)
+    if witness is not None:  # the witness's remedies are the exact ones for this machine (cuda-compat's wheel)
+        return Verdict(True, "confirmed here: %s" % witness.title, tuple(witness.remedies) + live)
     pattern = re.compile(diagnosis.signature.message)
     failing: List[Tuple[int, int, Dict[str, Any]]] = []
     running: List[Dict[str, Any]] = []

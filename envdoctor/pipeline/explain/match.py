@@ -216,11 +216,14 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
 
 
 def _diagnoses(hits: List[_Hit], context: LogContext) -> List[Diagnosis]:
-    best: Dict[str, _Hit] = {}
+    """One diagnosis per check: its best hit; but each reading another check's probe decides between
+    (Signature.confirmed_by) stays, so that both readings of one message are offered."""
+    best: Dict[Tuple[str, str], _Hit] = {}
     for hit in hits:
-        seen = best.get(hit.check.id)
+        key = (hit.check.id, hit.signature.code if hit.signature.confirmed_by else "")
+        seen = best.get(key)
         if seen is None or (hit.score, hit.error.line) > (seen.score, seen.error.line):
-            best[hit.check.id] = hit
+            best[key] = hit
     ordered = sorted(best.values(), key=lambda h: (-h.score, -h.error.line))
     return [_diagnosis(h, context) for h in ordered]
 
