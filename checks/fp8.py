@@ -311,10 +311,12 @@ SIGNATURES = (
                                "or use a bf16/fp16 release of the model", id="weights-fp16"),)),
     # Triton compiles fp8 (e4m3, "fp8e4nv") for sm_89+ only: "type fp8e4nv not supported in this architecture. The supported
     # fp8 dtypes are ('fp8e4b15', 'fp8e5')"; Transformer Engine: "Device compute capability 8.9 or higher required for FP8
-    # execution" (older: "9.x required")
-    Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|"
-                                 r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8",
-              cause="fp8 kernels (Triton, Transformer Engine) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
+    # execution" (older: "9.x required"); newer Triton: "fp8e4nv data type is not supported on CUDA arch < 89"; vLLM's guard:
+    # "The quantization method fp8 is not supported for the current GPU. Minimum capability: 90. Current capability: 86."
+    Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|fp8e4nv data type is not supported on CUDA arch|"
+                                 r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8|"
+                                 r"quantization method fp8 is not supported for the current GPU",
+              cause="fp8 kernels (Triton, Transformer Engine, vLLM) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
               remedies=(COMPUTE_BF16,)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),

@@ -162,11 +162,16 @@ EXPLAIN_REMEDIES = (
            "builds in one wheel), into the interpreter that runs the script", id="bitsandbytes-upgrade"),
 )
 SIGNATURES = (
+    # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
+    # `'NoneType' object has no attribute 'cadam32bit_grad_fp32'`; its CUDA setup warns that libcudart is nowhere)
     Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA Setup failed despite GPU being available|"
-                                 r"libbitsandbytes_cpu\.(so|dll)|undefined symbol: c\w+32bit_grad_fp32",
+                                 r"libbitsandbytes_cpu\.(so|dll)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
+                                 r"CUDA_SETUP: WARNING! libcudart\.so not found",
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)",
+    # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
+    Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)|"
+                                 r"No GPU found\. A GPU is needed for quantization",
               cause="transformers finds no usable bitsandbytes: not installed, too old, or no CUDA GPU for it",
               remedies=EXPLAIN_REMEDIES[::-1]),
 )

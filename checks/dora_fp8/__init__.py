@@ -47,6 +47,15 @@ SIGNATURES = (
     # A logger that names the LoRA it was patching on the error's own line (ComfyUI: `ERROR lora <key> "addmm_cuda" not
     # implemented for 'Float8_e4m3fn'`).
     Signature("dora-float8-base", r"\b(lora|LoRA|LORA)\b.*(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    # A LoRA loaded into a base that optimum-quanto quantized (qfloat8, qint8): quanto's modules read their packed
+    # weight as `<name>._data` / `._scale` from the state dict, which an adapter's keys do not have
+    # (github.com/huggingface/diffusers/issues/9514: LoRA into a quanto-quantized Flux "is not yet supported"; 9270)
+    Signature("adapter-on-quantized-base", r"KeyError: '[\w.]+\.(_data|_scale)'", frames=(r"optimum/quanto/",), frames_required=True,
+              cause="the adapter was loaded into a base quantized by optimum-quanto, whose packed weights the LoRA loader "
+                    "cannot address",
+              remedies=(Remedy("Load the LoRA into the unquantized base, then quantize (`quantize(...)` and `freeze(...)` after "
+                               "`load_lora_weights`), or fuse the LoRA first; recent peft and quanto releases load some "
+                               "adapters directly", id="lora-before-quantize"),)),
 )
 
 CHECK = Check(
