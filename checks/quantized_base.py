@@ -183,5 +183,6 @@ CHECK = Check(
     diagnose=diagnose,
     summarize=summarize,
     order=75,
+    probe_reads_intent=True,  # its setups come from the training config
     signatures=SIGNATURES,
 )

@@ -500,3 +500,30 @@ def test_a_config_whose_file_name_is_not_utf8_is_fixed_and_undone_with_valid_jso
     assert json.loads(listing)[0]["status"] == "verified"
     envdoctor("undo", state=state, code=0)
     assert config.read_text(encoding="utf-8") == CUDA_MIXED
+
+
+def test_the_plans_configs_are_judged_in_the_workers_that_measured_the_stack(tmp_path: Path) -> None:
+    """close_over's check of the configs as a plan leaves them costs no second `import torch`: the worker that
+    measured the stack stays, probes again only what reads the config (dora-fp8 runs the setups it asks for),
+    and every other check's facts are judged again with the new intent; close() ends the worker."""
+    from envdoctor.pipeline.check.engine import PendingCheck
+    from envdoctor.pipeline.check.request import CheckRequest
+
+    config = write(tmp_path / "sdxl-dora-fp8.json", ONETRAINER_DORA_FP8)
+    pending = PendingCheck(CheckRequest(configs=[str(config)], only=["dora-fp8", "cpu-half-kernels"], plugins=False))
+    try:
+        before = pending.finish(keep=True)
+        worker = pending.runners["main"]._worker
+        assert worker is not None and worker.proc.poll() is None
+        assert "dora-float8-base" in [f.code for f in before.findings]
+        edited = ONETRAINER_DORA_FP8.replace('"lora_decompose": true', '"lora_decompose": false')
+        after = pending.again({str(config): edited})
+        assert pending.runners["main"]._worker is worker and worker.proc.poll() is None  # the same process
+        dora = next(c for c in after.checks if c.id == "dora-fp8")
+        assert dora.facts["intent"]["dora"] is False  # probed again, with the config as the plan leaves it
+        assert "dora-float8-base" not in [f.code for f in after.findings]
+        cpu = next(c for c in after.checks if c.id == "cpu-half-kernels")
+        assert cpu.facts == next(c for c in before.checks if c.id == "cpu-half-kernels").facts  # judged again, not probed
+    finally:
+        pending.close()
+    worker.proc.wait(timeout=30)

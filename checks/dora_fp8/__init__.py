@@ -65,6 +65,7 @@ CHECK = Check(
     diagnose=diagnose,
     summarize=summarize,
     order=80,
+    probe_reads_intent=True,  # its setups come from the training config
     signatures=SIGNATURES,
     # The main worker, not the libraries one: importing peft (3 s, transformers' modeling
     # stack included) there balances library-probes' transformers + diffusers imports in the

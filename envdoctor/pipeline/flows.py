@@ -119,17 +119,23 @@ def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Pl
     """Check, plan the remedies for the findings, and apply them when `on_plan` (shown the plan)
     says so: each step journaled before it runs, then verified by re-probing, undone on failure.
     Raises JournalError before anything changes when the journal cannot be written."""
+    from envdoctor.pipeline.check.engine import PendingCheck
     from envdoctor.pipeline.fix.apply import apply_plan
     from envdoctor.pipeline.fix.journal import Journal, state_dir
     from envdoctor.pipeline.fix.lock import hold
     from envdoctor.pipeline.fix.plan import close_over, make_plan
     from envdoctor.target.platform.kernel import kernel_state
 
-    report = check(request, progress)
-    plan = make_plan(report, prefer=prefer, only=request.only)
-    # what the plan's own config edits would make wrong is planned too, from a check of the
-    # configs as it leaves them (every probe, on the real stack)
-    close_over(plan, lambda texts: check(dataclasses.replace(request, config_texts=dict(texts))), prefer, request.only)
+    pending = PendingCheck(request)
+    try:
+        with progress() as on_event:
+            report = pending.finish(on_event, keep=True)
+        plan = make_plan(report, prefer=prefer, only=request.only)
+        # what the plan's own config edits would make wrong is planned too, from the configs as it leaves
+        # them judged on the stack just measured (the probes that read the config run again, in the same workers)
+        close_over(plan, pending.again, prefer, request.only)
+    finally:
+        pending.close()
     done = FixRun(report, plan)
     if plan.empty or not plan.applicable or not on_plan(plan):
         return done

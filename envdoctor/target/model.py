@@ -321,6 +321,9 @@ class Check:
     # when the target has none of them, the check runs in the main worker (and finds nothing).
     needs: Tuple[str, ...] = ()
     quick: bool = True  # False: `check --quick` skips it (the training libraries' imports cost seconds)
+    # Its probe reads the training config's intent (which setups it runs): the configs as a fix plan leaves
+    # them are probed again; any other check's facts are only judged again with the new intent.
+    probe_reads_intent: bool = False
     signatures: Tuple[Signature, ...] = ()
 
     def judge(self, facts: Dict[str, Any], env: Target) -> List[Finding]:

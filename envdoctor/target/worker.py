@@ -241,14 +241,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     runtime = sysinfo.torch_runtime(torch) if torch is not None else None
     channel.emit("torch", runtime=runtime, **torch_info)
 
-    line = sys.stdin.readline()
-    if not line:
-        return 0
-    job = json.loads(line)
+    # One job per line, until the runner closes stdin: `fix` sends a second job (the checks whose probes
+    # read the training config, with the config as its plan leaves it) to the worker that already has torch.
+    emit_step = faults.emit_through(channel.emit)
+    for line in iter(sys.stdin.readline, ""):
+        _run_job(json.loads(line), torch, torch_info, channel, faults, emit_step)
+    return 0
+
+
+def _run_job(job: Dict[str, Any], torch: Any, torch_info: Dict[str, Any], channel: Channel, faults: _FaultLog,
+             emit_step: Any) -> None:
     ctx = ProbeContext.from_dict(job.get("ctx") or {})
     ctx.options["torch_import"] = job.get("torch_import") or torch_info
     lost_steps = job.get("lost_steps") or {}
-    emit_step = faults.emit_through(channel.emit)
     for spec in job.get("checks", []):
         check_id = spec["id"]
         channel.emit("start", id=check_id)
@@ -275,7 +280,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             faults.disarm()
         channel.emit("result", id=check_id, facts=facts, duration_s=round(time.perf_counter() - start, 4))
     channel.emit("done")
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover - started through the runner's bootstrap

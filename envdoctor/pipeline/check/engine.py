@@ -4,14 +4,16 @@ Report."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.pipeline.check.judge import broken_plugin_result, judge
 from envdoctor.pipeline.check.registry import LoadedCheck, checks_dir, load_checks
 from envdoctor.pipeline.check.request import CheckRequest, select, validate_request
 from envdoctor.pipeline.check.runner import PACKAGE_DIR, EventCallback, ProbeOutcome, Runner, RunResult, environ_with
 from envdoctor.pipeline.check.target import build_target, environment_of, read_intent, resolve_python
+from envdoctor.target.intent import Intent
 from envdoctor.target.model import Report, Status, report_from_dict
 from envdoctor.target.redact import Redactor
 
@@ -69,30 +71,25 @@ class PendingCheck:
         # --quick runs no library imports: what is left of those checks costs nothing
         return "main" if self.request.quick else loaded.check.group
 
-    def finish(self, on_event: Optional[EventCallback] = None) -> Report:
+    def _ctx(self, intent: Optional[Intent]) -> Dict[str, Any]:
         options = dict(self.request.options)  # a caller's own probe options stand unless a config or --quick says more
-        if self.intent is not None:
-            options["intent"] = self.intent.summary()
+        if intent is not None:
+            options["intent"] = intent.summary()
         options["quick"] = self.request.quick or bool(options.get("quick"))
         devices = self.request.devices or self.request.probe_devices
         if devices and not self.request.devices:
             options["devices_optional"] = True  # probed where they exist: none missing is a finding
-        ctx = {"devices": list(devices) if devices else None, "options": options}
-        skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
-        runnable = [c for c in self.foundation + self.selected if c not in skipped]
+        return {"devices": list(devices) if devices else None, "options": options}
+
+    def _run(self, checks: Sequence[LoadedCheck], ctx: Dict[str, Any], on_event: Optional[EventCallback], keep: bool) -> RunResult:
+        """The checks' probes, each group's in its own worker, at the same time; the workers stay when `keep`."""
         runs: Dict[str, RunResult] = {}
         failures: List[BaseException] = []
 
-        try:
-            self._drop_idle_groups()
-        except BaseException:
-            self.close()
-            raise
-
         def run_group(group: str) -> None:
             try:
-                specs = [c.worker_spec() for c in runnable if self.groups[c.check.id] == group]
-                runs[group] = self.runners[group].run(specs, ctx, on_event)
+                specs = [c.worker_spec() for c in checks if self.groups[c.check.id] == group]
+                runs[group] = self.runners[group].run(specs, ctx, on_event, keep=keep)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 failures.append(exc)
 
@@ -104,20 +101,48 @@ class PendingCheck:
             for thread in others:
                 thread.join()
         finally:
-            self.close()
+            if not keep or failures:
+                self.close()
         if failures:
             raise failures[0]
-        run = merge_runs(runs)
-        outcomes = dict(run.outcomes, **{c.check.id: ProbeOutcome(c.check.id, "skipped", error="--quick") for c in skipped})
-        target = build_target(self.python, run, self.intent, {cid: o.facts for cid, o in outcomes.items() if o.state == "done"})
+        return merge_runs(runs)
+
+    def finish(self, on_event: Optional[EventCallback] = None, keep: bool = False) -> Report:
+        """Probe and judge. `keep`: the workers stay, torch imported, for `again`; the caller closes."""
+        skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
+        self.runnable = [c for c in self.foundation + self.selected if c not in skipped]
+        try:
+            self._drop_idle_groups()
+        except BaseException:
+            self.close()
+            raise
+        self.measured = self._run(self.runnable, self._ctx(self.intent), on_event, keep)
+        self.measured.outcomes.update({c.check.id: ProbeOutcome(c.check.id, "skipped", error="--quick") for c in skipped})
+        return self._report(self.measured, self.intent, self.config_notes)
+
+    def again(self, config_texts: Mapping[str, str], on_event: Optional[EventCallback] = None) -> Report:
+        """The configs as `config_texts` leave them (a fix plan's edits), judged on the stack finish(keep=True)
+        measured: the checks whose probes read the training config probe again in the workers it kept; every
+        other check's facts are judged again with the new intent. Costs the rules, not another `import torch`."""
+        request = dataclasses.replace(self.request, config_texts=dict(config_texts))
+        intent, notes = read_intent(request, environ_with(request.environ) if request.environ else None)
+        reprobe = [c for c in self.runnable if c.check.probe_reads_intent]
+        outcomes = dict(self.measured.outcomes)
+        if reprobe:
+            outcomes.update(self._run(reprobe, self._ctx(intent), on_event, keep=True).outcomes)
+        return self._report(dataclasses.replace(self.measured, outcomes=outcomes), intent, notes)
+
+    def _report(self, run: RunResult, intent: Optional[Intent], notes: List[str]) -> Report:
+        outcomes = run.outcomes
+        target = build_target(self.python, run, intent, {cid: o.facts for cid, o in outcomes.items() if o.state == "done"})
         results = [judge(c, outcomes.get(c.check.id), target) for c in self.selected]
         results[:0] = [r for r in (judge(c, outcomes.get(c.check.id), target) for c in self.foundation) if r.status is Status.ERROR]
         if not self.request.only:
             results.extend(broken_plugin_result(b) for b in self.broken)
         environment = environment_of(target, run, self.request)
         environment["workers"] = {group: sorted(cid for cid, g in self.groups.items() if g == group) for group in self.runners}
-        if self.config_notes:
-            environment["config_notes"] = self.config_notes
+        if notes:
+            environment["config_notes"] = notes
         report = Report(environment=environment, checks=results)
         return report_from_dict(Redactor.from_environ().data(report.to_dict()))
 

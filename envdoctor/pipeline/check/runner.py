@@ -247,6 +247,7 @@ class Runner:
         self._no_torch = False
         self.needs = list(needs)  # distributions whose versions the hello reports
         self._greeted: Optional[Worker] = None  # the worker whose hello has been read already
+        self._ready: Optional[Worker] = None  # the worker whose torch import has been read: it takes jobs
 
     def start(self) -> None:
         if self._worker is None:
@@ -316,8 +317,10 @@ class Runner:
             event.pop("event", None)
             self._torch_import = event
 
-    def run(self, checks: List[Dict[str, Any]], ctx: Dict[str, Any], on_event: Optional[EventCallback] = None) -> RunResult:
-        """Run every check spec ({"id", "module", "path"?, "timeout_s"?}) once."""
+    def run(self, checks: List[Dict[str, Any]], ctx: Dict[str, Any], on_event: Optional[EventCallback] = None,
+            keep: bool = False) -> RunResult:
+        """Run every check spec ({"id", "module", "path"?, "timeout_s"?}) once. `keep`: the worker stays,
+        with torch imported, for another run (fix re-probes the checks that read the config it edits)."""
         notify = on_event or (lambda event, check_id: None)
         remaining = [dict(c) for c in checks]
         outcomes: Dict[str, ProbeOutcome] = {}
@@ -327,12 +330,13 @@ class Runner:
             worker = self._worker
             assert worker is not None
             had_no_torch = self._no_torch
-            try:
-                self._handshake(worker)
-            except BadInterpreter:
-                self._worker = None
-                raise
-            if worker.proc.poll() is not None:
+            if self._ready is not worker:
+                try:
+                    self._handshake(worker)
+                except BadInterpreter:
+                    self._worker = None
+                    raise
+            if self._ready is not worker and worker.proc.poll() is not None:
                 # It died or hung importing torch: one more worker that skips torch.
                 worker.kill()
                 self._worker = None
@@ -351,6 +355,7 @@ class Runner:
                     break
                 restarts += 1
                 continue
+            self._ready = worker
             job: Dict[str, Any] = {"checks": [dict(spec, limit_s=self._limit(spec)) for spec in remaining], "ctx": ctx}
             if self._no_torch:
                 job["torch_import"] = self._torch_import
@@ -362,7 +367,8 @@ class Runner:
                 break
             restarts += 1
             self._worker = None
-        self.close()
+        if not keep:
+            self.close()
         assert self._hello is not None and self._torch_import is not None
         return RunResult(self._hello, self._torch_import, outcomes, restarts, self._system or {}, self._torch_runtime)
 
