@@ -45,6 +45,8 @@ def _scaled_mm_ref(torch: Any, f8: Any) -> Any:
 # `backend`: TE, MSAMP, AO; accelerate docs "Low precision training methods"), by the module
 # each installs. Without one, Accelerator(mixed_precision="fp8") stops at start.
 FP8_BACKENDS = {"transformer_engine": "TransformerEngine", "msamp": "MS-AMP", "torchao": "torchao"}
+# accelerate's fp8_config `backend` words, by the module each needs
+FP8_CONFIG_BACKENDS = {"te": "transformer_engine", "msamp": "msamp", "ao": "torchao"}
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
@@ -173,6 +175,23 @@ def fp8_training(facts: Dict[str, Any], env: Target) -> List[Finding]:
                          Remedy("Or train on an Ada, Hopper or Blackwell GPU (L4, L40S, RTX 4090, H100, B200), where fp8 matmul runs",
                                 kind="manual", id="use-fp8-gpu")),
                         subject)]
+    backend = env.intent.effective("fp8_backend") if env.intent is not None else None
+    module = FP8_CONFIG_BACKENDS.get(str(backend.value)) if backend is not None and not backend.default else None
+    if backend is not None and module is not None and module not in (facts.get("backends") or ()):
+        installed = ", ".join(FP8_BACKENDS[m] for m in facts.get("backends") or ()) or "none"
+        remedies: List[Remedy] = []
+        if module == "torchao":
+            remedies.append(pip_remedy("Install torchao, the backend the config names (it needs no build)", "torchao-install", env,
+                                       install=["torchao"]))
+        else:  # accelerate's fp8_config is reported, not rewritten: which backend to use is the user's call
+            remedies.append(Remedy("Install %s (it builds against this torch's CUDA), or name an installed backend in "
+                                   "`fp8_config.backend` (AO: torchao, `pip install torchao`)" % FP8_BACKENDS[module],
+                                   kind="manual", id="fp8-backend-install"))
+        remedies.append(config_remedy("Or compute in bf16: accelerate `mixed_precision: bf16`", "precision-bf16", {"precision": "bf16"},
+                                      when={"precision": "fp8"}))
+        return [Finding(ID, "config-fp8-backend-missing", Severity.ERROR,
+                        "%s names the fp8 backend %s, which is not installed (installed: %s)" % (backend.where(), FP8_BACKENDS[module], installed),
+                        evidence + config_evidence(env.intent, [backend]), tuple(remedies), dict(subject, fp8_backend=backend.value))]
     if not facts.get("backends"):
         return [Finding(ID, "config-fp8-no-backend", Severity.ERROR,
                         "%s asks for fp8 mixed precision; no float8 backend is installed (%s)" % (setting.where(), ", ".join(FP8_BACKENDS.values())),

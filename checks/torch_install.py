@@ -182,7 +182,33 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                     {"device": device})
         )
     findings.extend(training_device(facts, env))
+    findings.extend(distributed_device(facts, env))
     return findings
+
+
+# accelerate's distributed types that start one process per GPU (DistributedType, accelerate utils/dataclasses.py;
+# `accelerate launch` hands MULTI_GPU to torch.distributed with NCCL, "ProcessGroupNCCL is only supported with GPUs")
+GPU_DISTRIBUTED = ("multi_gpu", "deepspeed", "fsdp", "megatron_lm")
+
+
+def distributed_device(facts: Dict[str, Any], env: Target) -> List[Finding]:
+    """A config that launches one process per GPU (accelerate `distributed_type: MULTI_GPU`, DeepSpeed, FSDP)
+    where torch sees no GPU. Reported, not rewritten: the launch settings are `accelerate config`'s to write."""
+    intent = env.intent
+    setting = intent.effective("distributed") if intent else None
+    if setting is None or setting.default or str(setting.value) not in GPU_DISTRIBUTED:
+        return []
+    seen = [str(d.get("id")) for d in facts.get("devices") or ()]
+    if any(d.startswith("cuda") for d in seen):
+        return []
+    subject = {"distributed": setting.value, "config": {"file": setting.file, "line": setting.line, "key": setting.key, "tool": setting.tool}}
+    return [Finding(ID, "config-distributed-no-gpu", Severity.ERROR,
+                    "%s launches one process per GPU; this torch sees no GPU" % setting.where(),
+                    ("devices seen: %s" % ", ".join(seen),),
+                    (Remedy("Run `accelerate config` again on this machine (it writes `distributed_type: 'NO'`, or MULTI_CPU "
+                            "for several CPU processes), or launch with `accelerate launch --cpu`", kind="manual", id="distributed-cpu"),
+                     Remedy("Or run where a GPU is visible (%s)" % gpu_runtime_step(env.where), kind="manual", id="use-gpu")),
+                    subject)]
 
 
 def training_device(facts: Dict[str, Any], env: Target) -> List[Finding]:

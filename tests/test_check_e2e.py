@@ -214,3 +214,13 @@ def test_only_a_check_that_needs_no_torch_still_says_that_torch_is_missing(tmp_p
     assert check_of(report, "torch-install")["findings"][0]["code"] == "torch-missing"
     healthy = run_json("--only", "fp8")  # a torch that imports: only what was asked for
     assert [c["id"] for c in healthy["checks"]] == ["fp8"]
+
+
+def test_accelerates_own_multi_gpu_template_on_a_machine_without_a_gpu_is_named_with_its_line() -> None:
+    """accelerate's MULTI_GPU template (tests/data/configs, INDEX.json has its address) on this CPU-only machine."""
+    config = Path(__file__).resolve().parent / "data" / "configs" / "accelerate" / "tmpl-multi-gpu.yaml"
+    proc = run_envdoctor("check", "--json", "--config", str(config), "--only", "torch-install")
+    assert proc.returncode == 1, proc.stderr
+    finding = next(f for f in check_of(json.loads(proc.stdout), "torch-install")["findings"] if f["code"] == "config-distributed-no-gpu")
+    assert finding["title"].startswith("tmpl-multi-gpu.yaml:2 `distributed_type: \"MULTI_GPU\"` launches one process per GPU")
+    assert finding["subject"]["config"]["line"] == 2

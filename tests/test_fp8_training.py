@@ -53,10 +53,21 @@ def test_a_t4_without_native_bf16_gets_fp16_instead() -> None:
 
 def test_an_h100_runs_fp8_but_without_a_backend_accelerate_stops() -> None:
     h100 = (Gpu("NVIDIA H100 80GB HBM3", "cuda:0", "9.0", bf16=True),)
-    [finding] = judge(gpu_facts("9.0", True, []), ACCELERATE_FP8, h100)
+    [finding] = judge(gpu_facts("9.0", True, []), AXOLOTL_FP8, h100)  # names no backend
     assert finding.code == "config-fp8-no-backend"
     assert [r.id for r in finding.remedies] == ["torchao-install", "precision-bf16"]
     assert judge(gpu_facts("9.0", True, ["transformer_engine"]), ACCELERATE_FP8, h100) == []
+
+
+def test_the_backend_accelerates_fp8_config_names_must_be_the_one_installed() -> None:
+    """accelerate's fp8 template says `fp8_config: backend: TE`: torchao installed does not run it."""
+    h100 = (Gpu("NVIDIA H100 80GB HBM3", "cuda:0", "9.0", bf16=True),)
+    for installed in ([], ["torchao"]):
+        [finding] = judge(gpu_facts("9.0", True, installed), ACCELERATE_FP8, h100)
+        assert finding.code == "config-fp8-backend-missing"
+        assert finding.title.startswith("tmpl-fp8.yaml:") and "names the fp8 backend TransformerEngine, which is not installed" in finding.title
+        assert [(r.id, r.kind) for r in finding.remedies] == [("fp8-backend-install", "manual"), ("precision-bf16", "config")]
+    assert read_config(str(ACCELERATE_FP8)).value("fp8_backend") == "te"
 
 
 def test_a_config_without_fp8_is_not_judged_here() -> None:

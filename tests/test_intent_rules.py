@@ -174,3 +174,20 @@ def test_library_probes_compute_in_what_auto_falls_back_to() -> None:
     assert compute_precision("auto", "cpu", "fp16") == "fp16"  # axolotl on the CPU
     assert compute_precision("auto", "cpu", "fp32") is None
     assert compute_precision("auto", "cuda:0", "fp16") == "bf16"
+
+
+def accelerate_distributed(value: str) -> Intent:
+    setting = Setting("distributed", value, "accelerate", "default_config.yaml", "distributed_type", raw=value.upper(), line=3,
+                      column=19, start=40, end=40 + len(value), source=value.upper())
+    return Intent((ConfigSource("default_config.yaml", "accelerate", "yaml", "accelerate config (YAML)"),), (setting,))
+
+
+def test_a_config_launching_one_process_per_gpu_without_a_gpu_is_an_error_reported_not_rewritten() -> None:
+    for kind in ("multi_gpu", "deepspeed", "fsdp"):
+        [finding] = torch_install(accelerate_distributed(kind), ["cpu"])
+        assert finding.severity is Severity.ERROR and finding.code == "config-distributed-no-gpu"
+        assert finding.title.endswith("launches one process per GPU; this torch sees no GPU"), finding.title
+        assert {r.kind for r in finding.remedies} == {"manual"}  # accelerate config's to write
+    assert torch_install(accelerate_distributed("multi_gpu"), ["cpu", "cuda:0"]) == []
+    assert torch_install(accelerate_distributed("multi_cpu"), ["cpu"]) == []
+    assert torch_install(accelerate_distributed("no"), ["cpu"]) == []

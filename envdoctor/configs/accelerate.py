@@ -53,7 +53,7 @@ def read(doc: Document) -> List[Setting]:
     root = mapping_root(doc)
     if root is None:
         return []
-    return _precision(doc, root) + _device(doc, root) + _distributed(doc, root)
+    return _precision(doc, root) + _device(doc, root) + _distributed(doc, root) + _fp8_backend(doc, root)
 
 
 def _precision(doc: Document, root: Node) -> List[Setting]:
@@ -93,6 +93,15 @@ def _distributed(doc: Document, root: Node) -> List[Setting]:
     if not isinstance(node.value, str):
         return []
     return [setting(doc, node, "distributed", node.value.lower(), TOOL, "distributed_type")]
+
+
+def _fp8_backend(doc: Document, root: Node) -> List[Setting]:
+    """`fp8_config: {backend: TE|MSAMP|AO}` (accelerate's FP8 recipe kwargs; docs "Low precision
+    training methods"): which library fp8 mixed precision runs on, lower case."""
+    node = root.get("fp8_config", "backend")
+    if node is None or not isinstance(node.value, str) or not node.value.strip():
+        return []
+    return [setting(doc, node, "fp8_backend", node.value.strip().lower(), TOOL, "fp8_config.backend")]
 
 
 def label(doc: Document) -> str:

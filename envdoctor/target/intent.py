@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 #   adapter       "lora" | "loha" | "lokr" | "oft" | "full"
 #   dora          True when the adapter decomposes weights (DoRA, LyCORIS dora_wd, LoKr weight decompose)
 #   distributed   accelerate's distributed_type, lower case ("no", "multi_gpu", "deepspeed", ...)
-NAMES = ("device", "precision", "weight_dtype", "train", "adapter", "dora", "distributed")
+#   fp8_backend   the float8 training backend fp8 precision runs on: "te" | "msamp" | "ao" (accelerate's fp8_config)
+NAMES = ("device", "precision", "weight_dtype", "train", "adapter", "dora", "distributed", "fp8_backend")
 PART_NAMES = ("weight_dtype", "train")
 DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "nf4", "w8a8", "gguf")
 QUANTIZED = ("fp8", "int8", "int4", "nf4", "w8a8", "gguf")
