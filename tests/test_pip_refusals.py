@@ -150,3 +150,18 @@ def test_in_an_environment_uv_made_fix_runs_uv_and_undo_gives_it_back(tmp_path: 
     undone = run_envdoctor("undo", env=dict(state, UV_OFFLINE="1", PIP_NO_INDEX="1"))
     assert undone.returncode == 0, undone.stdout + undone.stderr
     assert _freeze(uv, python) == before
+
+
+def test_what_pip_resolved_is_asked_again_in_the_next_fix_run(tmp_path: Path) -> None:
+    """One fix run resolves each action once; the next run (a notebook's second `envdoctor.fix()`) meets an
+    environment that changed since, and asks again."""
+    from envdoctor.pipeline.fix.kinds.pip import forget_resolutions
+
+    uv = _uv()
+    python = _uv_env(tmp_path / "env")
+    forget_resolutions()
+    assert prepare({"install": ["packaging==23.0"]}, str(python), "uv").resolved == {"packaging": "23.0"}
+    subprocess.run([uv, "pip", "install", "-q", "packaging==23.0", "--python", str(python)], check=True, capture_output=True)
+    assert prepare({"install": ["packaging==23.0"]}, str(python), "uv").resolved == {"packaging": "23.0"}  # within one run
+    forget_resolutions()  # what flows.fix does as a run begins
+    assert prepare({"install": ["packaging==23.0"]}, str(python), "uv").resolved == {}

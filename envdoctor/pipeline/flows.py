@@ -122,10 +122,12 @@ def fix(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Pl
     from envdoctor.pipeline.check.engine import PendingCheck
     from envdoctor.pipeline.fix.apply import apply_plan
     from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.kinds.pip import forget_resolutions
     from envdoctor.pipeline.fix.lock import hold
     from envdoctor.pipeline.fix.plan import close_over, make_plan
     from envdoctor.target.platform.kernel import kernel_state
 
+    forget_resolutions()
     pending = PendingCheck(request)
     try:
         with progress() as on_event:

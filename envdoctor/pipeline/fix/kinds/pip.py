@@ -278,7 +278,14 @@ def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALL
 
 
 # A plan weighs a remedy, then prepares the one it takes: pip resolves each action once per run.
+# Per run, not per process: in a notebook the next `envdoctor.fix()` meets an environment the
+# last one (or the user) changed, and must ask pip again.
 _RESOLVED: Dict[Tuple[str, str, str], Union[Optional[Dict[str, str]], str]] = {}
+
+
+def forget_resolutions() -> None:
+    """A new fix run: what pip resolved for the last one may no longer hold."""
+    _RESOLVED.clear()
 
 
 def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
