@@ -146,6 +146,34 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
     assert job["summary"].startswith("1 of 2 ranks")
 
 
+# Installed through PYTHONPATH in one rank: in its exchange process (`python -c GATHER TIMEOUT`, not the check's
+# worker), every matmul hangs, as a GPU that stops answering would: the rank joins, then never reaches the exchange.
+HANG_IN_COMPUTE = """
+import sys, time
+class _Hang:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch.distributed" and len(sys.argv) == 2 and sys.argv[0] == "-c":
+            import torch
+            def hang(*args, **kwargs):
+                while True:
+                    time.sleep(60)
+            torch.Tensor.__matmul__ = hang
+        return None
+sys.meta_path.insert(0, _Hang())
+"""
+
+
+def test_a_rank_that_joins_and_then_hangs_is_named_with_the_step_it_stopped_at(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HANG_IN_COMPUTE)
+    rank0, rank1 = launch([{}, {"PYTHONPATH": str(site)}], *CHECK, "--timeout", "5")
+    assert (rank0.returncode, rank1.returncode) == (1, 1), rank0.stderr[-2000:]
+    [missing] = [f for f in cluster(json.loads(rank0.stdout))["findings"] if f["code"] == "ranks-missing"]
+    assert "rank 1 stopped at the timed compute" in missing["evidence"], missing["evidence"]
+    assert missing["subject"]["stopped"] == {"1": "the timed compute"}
+
+
 def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(old_torch_python: Path) -> None:
     """torch 2.0.1's c10d client against torch 2.13's store: the exchange fails, inside --timeout."""
     rank0, rank1 = launch([{}, {"PYTHON_FOR_RANK": str(old_torch_python)}], *CHECK, "--timeout", "10")

@@ -229,14 +229,19 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
     if gathered.error or len(summaries) < world_size:
         seen = [s.get("rank") for s in summaries] or [gathered.mine.get("rank")]
         missing = [r for r in range(world_size) if r not in seen]
+        mine = gathered.mine.get("rank", 0)
+        # where the others stood when it failed (the job's store): a rank behind the rest hung there
+        behind = {r: st for r, st in gathered.steps.items() if r != mine and st != gathered.steps.get(mine)}
+        stood = tuple("%s %s" % (ranks_text([r]), "stopped at %s" % st if st else "never joined the process group")
+                      for r, st in sorted(behind.items()))
         findings.append(Finding(ID, "ranks-missing", Severity.ERROR,
                                 "the ranks could not exchange their reports: %s" % (gathered.error or "%s did not arrive" % ranks_text(missing)),
-                                ("this report: %s on %s" % (ranks_text([gathered.mine.get("rank", 0)]), gathered.mine.get("host")),
-                                 "world size %d; a rank that crashes, hangs or never starts, or a torch that cannot talk to the "
-                                 "others' (another release on one node), ends the exchange" % world_size),
+                                ("this report: %s on %s" % (ranks_text([mine]), gathered.mine.get("host")),) + stood +
+                                ("world size %d; a rank that crashes, hangs or never starts, or a torch that cannot talk to the "
+                                 "others' (another release on one node), ends the exchange" % world_size,),
                                 (Remedy("Look at the missing ranks' own output (every rank prints its findings with -v), and run "
                                         "envdoctor check on their nodes", kind="manual", id="look-at-ranks"),),
-                                {"missing": missing}))
+                                {"missing": missing, "stopped": {str(r): st for r, st in sorted(behind.items())}}))
         summaries = summaries or [gathered.mine]
     for key, label, severity in COMPARED:
         finding = _differs(summaries, key, label, severity)

@@ -103,6 +103,29 @@ def compute(torch, device):
         torch.cuda.synchronize()
     return round(time.perf_counter() - started, 6)
 
+store = None
+world = me = None
+
+def step(name):
+    """Where this rank is, in the job's store: a rank that joined and then hung is named with it."""
+    mine["step"] = name
+    if store is not None:
+        try:
+            store.set("envdoctor/step/%d" % me, name)
+        except Exception:
+            pass
+
+def steps_of_all():
+    """Each rank's last step as the store holds it (None: it never joined); read without waiting."""
+    found = {}
+    for r in range(world or 0):
+        key = "envdoctor/step/%d" % r
+        try:
+            found[str(r)] = store.get(key).decode() if store.check([key]) else None
+        except Exception:
+            found[str(r)] = None
+    return found
+
 mine.update(machine())
 try:
     try:
@@ -126,22 +149,31 @@ try:
             pass
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
     world, me = dist.get_world_size(), dist.get_rank()
+    try:
+        from torch.distributed import distributed_c10d
+        store = distributed_c10d._get_default_store()
+    except Exception:
+        store = None
+    step("collectives on gloo")
     mine["collectives"] = collectives(torch, dist, None, "cpu", world, me)
     if mine.get("gpu") and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
         try:
+            step("collectives on nccl")
             torch.cuda.set_device(local)
             nccl = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=timeout))
             mine["collectives"] += collectives(torch, dist, nccl, "cuda:%d" % local, world, me)
         except Exception as exc:
             mine["collectives"].append({"backend": "nccl", "op": "group", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+    step("the timed compute")
     mine["compute_s"] = compute(torch, "cuda:%d" % local if mine.get("gpu") else "cpu")
+    step("the exchange of reports")
     ranks = [None] * world
     dist.all_gather_object(ranks, mine)
     dist.destroy_process_group()
     print(json.dumps({"ranks": ranks}))
 except BaseException as exc:
     print(json.dumps({"error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else ""),
-                      "mine": mine}))
+                      "mine": mine, "steps": steps_of_all() if store is not None else {}}))
 '''
 
 
@@ -150,6 +182,7 @@ class Gathered:
     ranks: List[Dict[str, Any]] = field(default_factory=list)  # every rank's summary, in rank order
     error: Optional[str] = None  # why the exchange failed (this rank's own summary is then the only one)
     mine: Dict[str, Any] = field(default_factory=dict)
+    steps: Dict[int, Optional[str]] = field(default_factory=dict)  # when it failed: each rank's last step (None: never joined)
 
 
 def gather(python: str, mine: Dict[str, Any], rank: RankEnv, timeout_s: float) -> Gathered:
@@ -170,6 +203,7 @@ def gather(python: str, mine: Dict[str, Any], rank: RankEnv, timeout_s: float) -
         return Gathered(error="the exchange process failed: %s" % tail[0][:300], mine=mine)
     data = json.loads(lines[-1])
     if data.get("error"):
-        return Gathered(error=data["error"][:300], mine=data.get("mine") or mine)
+        steps = {int(r): (str(v) if v else None) for r, v in (data.get("steps") or {}).items() if str(r).isdigit()}
+        return Gathered(error=data["error"][:300], mine=data.get("mine") or mine, steps=steps)
     ranks = [r for r in data.get("ranks") or () if isinstance(r, dict)]
     return Gathered(ranks=ranks, mine=next((r for r in ranks if r.get("rank") == rank.rank), mine))
