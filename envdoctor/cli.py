@@ -94,6 +94,11 @@ def check(
         if distributed:
             report, rank = flows.check_distributed(request, _progress(not (as_json or markdown)))
             if rank != 0 and not verbose:  # rank 0 prints the job's report; every rank exits with its code
+                from envdoctor.pipeline.distributed.cluster import lone_rank_line
+
+                line = lone_rank_line(report, rank)  # the exchange failed: this rank says who and why
+                if line:
+                    print(line, file=sys.stderr)
                 return report.exit_code
         else:
             report = flows.check(request, _progress(not (as_json or markdown)))

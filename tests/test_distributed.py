@@ -172,6 +172,10 @@ def test_a_rank_that_joins_and_then_hangs_is_named_with_the_step_it_stopped_at(t
     [missing] = [f for f in cluster(json.loads(rank0.stdout))["findings"] if f["code"] == "ranks-missing"]
     assert "rank 1 stopped at the timed compute" in missing["evidence"], missing["evidence"]
     assert missing["subject"]["stopped"] == {"1": "the timed compute"}
+    # the rank that stopped prints no report, but says on stderr who it is and why the exchange failed
+    line = rank1.stderr.strip().splitlines()[-1]
+    assert line.startswith("envdoctor: rank 1 on %s (torch " % socket.gethostname()), rank1.stderr[-2000:]
+    assert "the ranks could not exchange their reports" in line
 
 
 def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(old_torch_python: Path) -> None:
@@ -180,6 +184,8 @@ def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(ol
     assert (rank0.returncode, rank1.returncode) == (1, 1)
     findings = [f["code"] for f in cluster(json.loads(rank0.stdout))["findings"]]
     assert findings[0] in ("ranks-missing", "ranks-differ")
+    if findings[0] == "ranks-missing":  # the rank that could not join names itself and its torch in its own output
+        assert "envdoctor: rank 1 on %s (torch 2.0.1" % socket.gethostname() in rank1.stderr, rank1.stderr[-2000:]
 
 
 # ---- the cluster rules on what GPU nodes send (no GPU here)

@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.distributed.gather import Gathered
-from envdoctor.target.model import CheckResult, Finding, Remedy, Severity, status_from_findings
+from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, status_from_findings
 from envdoctor.target.remedies.actions import env_remedy
 
 ID = "distributed"
@@ -267,3 +267,16 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
              "ranks": [{k: v for k, v in s.items() if k != "packages"} for s in summaries]}
     return CheckResult(ID, TITLE, status_from_findings(findings), facts, findings, summary,
                        round(time.monotonic() - started, 3) if started is not None else None)
+
+
+def lone_rank_line(report: Report, rank: int) -> Optional[str]:
+    """What a rank other than 0 says on stderr when the exchange failed (it prints no report): which rank,
+    where, on which torch, and why; a rank that cannot join the others is then named by its own output."""
+    job = next((c for c in report.checks if c.id == ID), None)
+    missing = next((f for f in job.findings if f.code == "ranks-missing"), None) if job is not None else None
+    if missing is None:
+        return None
+    env = report.environment
+    host = next((r.get("host") for r in job.facts.get("ranks") or () if r.get("rank") == rank), None) if job is not None else None
+    return "envdoctor: rank %d on %s (torch %s, envdoctor %s): %s" % (
+        rank, host or "this host", env.get("torch") or "that does not import", env.get("envdoctor"), missing.title)
