@@ -146,19 +146,31 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
     assert job["summary"].startswith("1 of 2 ranks")
 
 
-# Installed through PYTHONPATH in one rank: in its exchange process (`python -c GATHER TIMEOUT`, not the check's
-# worker), every matmul hangs, as a GPU that stops answering would: the rank joins, then never reaches the exchange.
+# Installed through PYTHONPATH in one rank: once that rank has joined the ranks' group (init_process_group, which no
+# probe calls), every matmul hangs, as a GPU that stops answering would: it joins, then never reaches the exchange.
 HANG_IN_COMPUTE = """
-import sys, time
+import importlib.util, sys, time
 class _Hang:
     def find_spec(self, name, path=None, target=None):
-        if name == "torch.distributed" and len(sys.argv) == 2 and sys.argv[0] == "-c":
-            import torch
-            def hang(*args, **kwargs):
-                while True:
-                    time.sleep(60)
-            torch.Tensor.__matmul__ = hang
-        return None
+        if name != "torch.distributed":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            init = module.init_process_group
+            def init_then_hang(*args, **kwargs):
+                joined = init(*args, **kwargs)
+                import torch
+                def hang(*args, **kwargs):
+                    while True:
+                        time.sleep(60)
+                torch.Tensor.__matmul__ = hang
+                return joined
+            module.init_process_group = init_then_hang
+        spec.loader.exec_module = exec_module
+        return spec
 sys.meta_path.insert(0, _Hang())
 """
 

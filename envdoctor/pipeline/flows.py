@@ -62,19 +62,28 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
     import socket
     import time
 
+    from envdoctor.pipeline.check.engine import PendingCheck
     from envdoctor.pipeline.distributed.cluster import cluster_result
-    from envdoctor.pipeline.distributed.gather import gather
+    from envdoctor.pipeline.distributed.gather import gathered
     from envdoctor.pipeline.distributed.ranks import read_rank_env
     from envdoctor.pipeline.distributed.summary import rank_summary
 
     rank = read_rank_env(dict(os.environ) if environ is None else environ)
+    # the worker joins the ranks' group with the standard variables (Slurm's mapped to them)
+    request = dataclasses.replace(request, environ=dict(request.environ, **rank.child_environ()))
     if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
         request = dataclasses.replace(request, probe_devices=["cpu", "cuda:%d" % rank.local_rank])
     started = time.monotonic()
-    report = check(request, progress if rank.rank == 0 else _no_progress)
-    mine = rank_summary(report, rank, socket.gethostname())
-    gathered = gather(report.target.python, mine, rank, request.timeout_s or GATHER_TIMEOUT_S)  # the interpreter checked
-    report.checks.append(cluster_result(gathered, rank.world_size, started))
+    pending = PendingCheck(request)
+    try:
+        with (progress if rank.rank == 0 else _no_progress)() as on_event:
+            report = pending.finish(on_event, keep=True)
+        mine = rank_summary(report, rank, socket.gethostname())
+        # in the check's own worker: the interpreter checked, torch already imported
+        answer = pending.exchange(mine, request.timeout_s or GATHER_TIMEOUT_S)
+    finally:
+        pending.close()
+    report.checks.append(cluster_result(gathered(answer, mine, rank), rank.world_size, started))
     return report, rank.rank
 
 

@@ -242,10 +242,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     channel.emit("torch", runtime=runtime, **torch_info)
 
     # One job per line, until the runner closes stdin: `fix` sends a second job (the checks whose probes
-    # read the training config, with the config as its plan leaves it) to the worker that already has torch.
+    # read the training config, with the config as its plan leaves it), `check --distributed` the ranks'
+    # exchange, to the worker that already has torch.
     emit_step = faults.emit_through(channel.emit)
     for line in iter(sys.stdin.readline, ""):
-        _run_job(json.loads(line), torch, torch_info, channel, faults, emit_step)
+        job = json.loads(line)
+        if "exchange" in job:  # check --distributed: the ranks' exchange, in this process that has torch already
+            from envdoctor.target.exchange import exchange
+
+            channel.emit("exchanged", result=exchange(torch, job["exchange"], float(job["timeout"])))
+            continue
+        _run_job(job, torch, torch_info, channel, faults, emit_step)
     return 0
 
 

@@ -132,6 +132,10 @@ class PendingCheck:
             outcomes.update(self._run(reprobe, self._ctx(intent), on_event, keep=True).outcomes)
         return self._report(dataclasses.replace(self.measured, outcomes=outcomes), intent, notes)
 
+    def exchange(self, mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        """check --distributed: the ranks' exchange in the main worker finish(keep=True) left."""
+        return self.runners["main"].exchange(mine, timeout_s)
+
     def _report(self, run: RunResult, intent: Optional[Intent], notes: List[str]) -> Report:
         outcomes = run.outcomes
         target = build_target(self.python, run, intent, {cid: o.facts for cid, o in outcomes.items() if o.state == "done"})

@@ -462,6 +462,27 @@ class Runner:
             elif kind == "done":
                 return True
 
+    def exchange(self, mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        """check --distributed: the ranks' exchange in the worker a run(keep=True) left, torch imported
+        (envdoctor.target.exchange); {"ranks"} or {"error", "mine", "steps"}, within timeout_s + 30 s."""
+        worker = self._worker
+        if worker is None or self._ready is not worker or worker.proc.poll() is not None:
+            return {"error": "the check's worker is gone: no exchange", "mine": mine}
+        worker.send({"exchange": mine, "timeout": timeout_s})
+        limit = timeout_s + EXCHANGE_GRACE_S
+        deadline = time.monotonic() + limit
+        try:
+            while True:
+                event = worker.next_event(max(deadline - time.monotonic(), 0.0))
+                if event is None:
+                    return {"error": "the worker died during the exchange (%s)" % _died(worker), "mine": mine}
+                if event.get("event") == "exchanged":
+                    return dict(event.get("result") or {"error": "the exchange said nothing", "mine": mine})
+        except TimeoutError:
+            worker.kill()
+            self._worker = None
+            return {"error": "the exchange between the ranks did not end within %s s" % _fmt_seconds(limit), "mine": mine}
+
     def _lost_list(self, check_id: str) -> List[Dict[str, Any]]:
         return list(self._lost.get(check_id, {}).values())
 
@@ -470,6 +491,10 @@ class Runner:
             # Results are in; tearing torch and CUDA down would only cost time.
             self._worker.kill()
             self._worker = None
+
+
+# Beyond --timeout (which bounds each collective), what the exchange may take before its worker is killed.
+EXCHANGE_GRACE_S = 30.0
 
 
 def _fmt_seconds(value: float) -> str:

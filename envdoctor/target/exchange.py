@@ -1,0 +1,202 @@
+"""The exchange between a job's ranks, run in the target interpreter (the check's own worker, torch already
+imported): this rank's summary plus what only this interpreter and machine can say (the installed
+distributions, its GPU, NCCL, the network interfaces up, InfiniBand, /dev/shm), a gloo process group from
+the launcher's variables, the collective probe, a timed compute, and every rank's summary all-gathered.
+On the CPU first: a broken NCCL cannot stop the report. Each rank records the step it is at in the job's
+c10d store, so that a rank that joined and then hung is named with it. Bounded by the timeout.
+
+Target side: the standard library and torch only (Python 3.8+, torch 2.0+).
+"""
+
+# Every failure here is a fact of the report (a collective that fails, a store that cannot be read): caught, never raised.
+# ruff: noqa: BLE001
+
+from __future__ import annotations
+
+import datetime
+import glob
+import hashlib
+import importlib
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+
+def machine() -> Dict[str, Any]:
+    """The network interfaces that are up, InfiniBand devices, the size of /dev/shm."""
+    up: List[str] = []
+    for path in sorted(glob.glob("/sys/class/net/*/operstate")):
+        try:
+            with open(path) as f:
+                if f.read().strip() in ("up", "unknown"):
+                    up.append(path.split("/")[-2])
+        except OSError:
+            pass
+    ib = sorted(os.path.basename(p) for p in glob.glob("/sys/class/infiniband/*"))
+    shm = None
+    try:
+        st = os.statvfs("/dev/shm")
+        shm = st.f_frsize * st.f_blocks
+    except OSError:
+        pass
+    return {"interfaces_up": up, "infiniband": ib, "shm_bytes": shm}
+
+def collectives(torch: Any, dist: Any, group: Any, device: str, world: int, me: int) -> List[Dict[str, Any]]:
+    """all_reduce, all_gather and broadcast of known small integers (exact in fp16 and bf16 too), then
+    all_reduce of 4 MiB timed for bus bandwidth (nccl-tests: busbw = algbw * 2(n-1)/n)."""
+    backend = dist.get_backend(group)
+    out: List[Dict[str, Any]] = []
+    for name in ("float32", "float16", "bfloat16"):
+        dt = getattr(torch, name)
+        for op in ("all_reduce", "all_gather", "broadcast"):
+            fact: Dict[str, Any] = {"backend": backend, "op": op, "dtype": name, "device": device}
+            try:
+                if op == "all_reduce":
+                    t = torch.full((64,), float(me + 1), dtype=dt, device=device)
+                    dist.all_reduce(t, group=group)
+                    want = torch.full((64,), float(world * (world + 1) // 2), dtype=dt, device=device)
+                elif op == "all_gather":
+                    t = [torch.zeros(8, dtype=dt, device=device) for _ in range(world)]
+                    dist.all_gather(t, torch.full((8,), float(me), dtype=dt, device=device), group=group)
+                    t, want = torch.stack(t), torch.arange(world, dtype=dt, device=device).repeat_interleave(8).reshape(world, 8)
+                else:
+                    t = torch.arange(16, dtype=dt, device=device) if me == 0 else torch.zeros(16, dtype=dt, device=device)
+                    dist.broadcast(t, src=0, group=group)
+                    want = torch.arange(16, dtype=dt, device=device)
+                fact["ok"] = bool(torch.equal(t, want))
+                if not fact["ok"]:
+                    fact["error"] = "wrong data: got %s" % t.flatten()[:8].tolist()
+            except Exception as exc:
+                fact.update(ok=False, error="%s: %s" % (type(exc).__name__, exc))
+            out.append(fact)
+    try:
+        size = 1 << 20  # float32 elements: 4 MiB
+        t = torch.ones(size, device=device)
+        dist.all_reduce(t, group=group)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(3):
+            dist.all_reduce(t, group=group)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        seconds = (time.perf_counter() - started) / 3
+        algbw = size * 4 / seconds / 1e9
+        out.append({"backend": backend, "op": "bandwidth", "device": device, "ok": True, "bytes": size * 4, "seconds": round(seconds, 6),
+                    "algbw_gbs": round(algbw, 3), "busbw_gbs": round(algbw * 2 * (world - 1) / world, 3)})
+    except Exception as exc:
+        out.append({"backend": backend, "op": "bandwidth", "device": device, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+    return out
+
+def compute(torch: Any, device: str) -> float:
+    """A fixed piece of work, timed: a rank far slower than the others is a straggler."""
+    a = torch.ones(256, 256, device=device)
+    a @ a
+    if device != "cpu":
+        torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(20):
+        a @ a
+    if device != "cpu":
+        torch.cuda.synchronize()
+    return round(time.perf_counter() - started, 6)
+
+
+def packages() -> List[str]:
+    try:
+        import importlib.metadata as md
+
+        return sorted(set("%s==%s" % (d.metadata["Name"].lower().replace("_", "-"), d.version)
+                          for d in md.distributions() if d.metadata["Name"]))
+    except Exception:
+        return []
+
+
+class _Steps:
+    """Where each rank is, in the job's store: set as this rank goes, read by whoever fails."""
+
+    def __init__(self, mine: Dict[str, Any]) -> None:
+        self.mine = mine
+        self.store: Any = None
+        self.world = 0
+        self.me = 0
+
+    def joined(self, dist: Any) -> None:
+        self.world, self.me = dist.get_world_size(), dist.get_rank()
+        try:
+            from torch.distributed import distributed_c10d
+
+            self.store = distributed_c10d._get_default_store()
+        except Exception:
+            self.store = None
+
+    def at(self, name: str) -> None:
+        self.mine["step"] = name
+        if self.store is not None:
+            try:
+                self.store.set("envdoctor/step/%d" % self.me, name)
+            except Exception:
+                pass
+
+    def of_all(self) -> Dict[str, Optional[str]]:
+        """Each rank's last step (None: it never joined); read without waiting."""
+        found: Dict[str, Optional[str]] = {}
+        for r in range(self.world if self.store is not None else 0):
+            key = "envdoctor/step/%d" % r
+            try:
+                found[str(r)] = self.store.get(key).decode() if self.store.check([key]) else None
+            except Exception:
+                found[str(r)] = None
+        return found
+
+
+def exchange(torch: Any, mine: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+    """{"ranks": [every rank's summary]} or {"error", "mine", "steps"}; never raises."""
+    mine = dict(mine, **machine())
+    steps = _Steps(mine)
+    dist: Any = None
+    try:
+        names = packages()
+        mine["packages"] = names
+        mine["packages_digest"] = hashlib.sha256("\n".join(names).encode()).hexdigest()[:16]
+        if torch is None:
+            raise RuntimeError("torch does not import in this interpreter")
+        dist = importlib.import_module("torch.distributed")
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if torch.cuda.is_available() and local < torch.cuda.device_count():
+            props = torch.cuda.get_device_properties(local)
+            mine["gpu"] = {"index": local, "name": props.name, "uuid": str(getattr(props, "uuid", "") or "") or None,
+                           "pci_bus_id": getattr(props, "pci_bus_id", None)}
+            try:
+                mine["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+            except Exception:
+                pass
+        dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
+        steps.joined(dist)
+        world, me = steps.world, steps.me
+        steps.at("collectives on gloo")
+        mine["collectives"] = collectives(torch, dist, None, "cpu", world, me)
+        if mine.get("gpu") and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
+            try:
+                steps.at("collectives on nccl")
+                torch.cuda.set_device(local)
+                nccl = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=timeout))
+                mine["collectives"] += collectives(torch, dist, nccl, "cuda:%d" % local, world, me)
+            except Exception as exc:
+                mine["collectives"].append({"backend": "nccl", "op": "group", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+        steps.at("the timed compute")
+        mine["compute_s"] = compute(torch, "cuda:%d" % local if mine.get("gpu") else "cpu")
+        steps.at("the exchange of reports")
+        ranks: List[Any] = [None] * world
+        dist.all_gather_object(ranks, mine)
+        return {"ranks": ranks}
+    except BaseException as exc:  # a failed exchange is the report's finding
+        text = str(exc).strip()
+        return {"error": "%s: %s" % (type(exc).__name__, text.splitlines()[0] if text else ""), "mine": mine, "steps": steps.of_all()}
+    finally:
+        if dist is not None:
+            try:
+                if dist.is_initialized():
+                    dist.destroy_process_group()
+            except Exception:
+                pass
