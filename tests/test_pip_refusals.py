@@ -165,3 +165,35 @@ def test_what_pip_resolved_is_asked_again_in_the_next_fix_run(tmp_path: Path) ->
     assert prepare({"install": ["packaging==23.0"]}, str(python), "uv").resolved == {"packaging": "23.0"}  # within one run
     forget_resolutions()  # what flows.fix does as a run begins
     assert prepare({"install": ["packaging==23.0"]}, str(python), "uv").resolved == {}
+
+
+def _conda_record(env: Path, dist_info: Path, name: str, version: str) -> Path:
+    """The record conda writes for a package it links (conda-meta/<name>-<version>-<build>.json: name, version,
+    build, channel and the files relative to the prefix), here for a distribution already installed."""
+    meta = env / "conda-meta"
+    meta.mkdir(exist_ok=True)
+    files = sorted(p.relative_to(env).as_posix() for p in dist_info.rglob("*") if p.is_file())
+    record = meta / ("%s-%s-pyhd8ed1ab_0.json" % (name, version))
+    record.write_text(json.dumps({"name": name, "version": version, "build": "pyhd8ed1ab_0", "build_number": 0,
+                                  "channel": "https://conda.anaconda.org/conda-forge/noarch", "files": files}))
+    return record
+
+
+def test_pip_is_not_let_to_change_what_conda_installed_and_the_conda_command_is_said(tmp_path: Path) -> None:
+    uv = _uv()
+    env = tmp_path / "env"
+    python = _uv_env(env)
+    subprocess.run([uv, "pip", "install", "-q", "packaging==23.0", "six==1.16.0", "--python", str(python)], check=True, capture_output=True)
+    [dist_info] = list(env.glob("lib/python*/site-packages/packaging-23.0.dist-info"))
+    prefix = str(env)
+    assert prepare({"install": ["packaging==24.0"]}, str(python), "uv", prefix=prefix).resolved == {"packaging": "24.0"}  # no conda yet
+    _conda_record(env, dist_info, "packaging", "23.0")
+    with pytest.raises(NotApplicable) as refused:
+        prepare({"install": ["packaging==24.0"]}, str(python), "uv", prefix=prefix)
+    said = str(refused.value)
+    assert said.startswith("packaging 23.0 in this conda environment came from conda (conda-meta/packaging-23.0-pyhd8ed1ab_0.json): ")
+    assert "`conda install -p %s -c conda-forge packaging`" % prefix in said
+    with pytest.raises(NotApplicable, match="conda remove -p %s packaging" % prefix):
+        prepare({"uninstall": ["packaging"]}, str(python), "uv", prefix=prefix)
+    # what pip installed there itself stays pip's to change
+    assert prepare({"install": ["six==1.17.0"]}, str(python), "uv", prefix=prefix).resolved == {"six": "1.17.0"}

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Any, Dict
 
 POSIX = os.name == "posix"
@@ -32,11 +33,25 @@ def own_group(die_with_envdoctor: bool = True) -> Dict[str, Any]:
     return {"start_new_session": POSIX, "preexec_fn": _die_with_envdoctor if dies else None}
 
 
+# How long kill_group waits for the group's other processes to be gone (a SIGKILL is delivered at once, but a
+# loaded machine takes a moment to tear a process down; an orphan is reaped by init).
+GROUP_GONE_S = 2.0
+
+
 def kill_group(child: subprocess.Popen[Any]) -> None:
-    """SIGKILL the child and every process of its group, then reap the child."""
+    """SIGKILL the child and every process of its group, reap the child, and wait (briefly) until no
+    process of the group is left: when envdoctor returns, what it started is gone, not going."""
     if POSIX:
         with contextlib.suppress(OSError):
             os.killpg(child.pid, signal.SIGKILL)
     if child.poll() is None:
         child.kill()
     child.wait()
+    if POSIX:
+        deadline = time.monotonic() + GROUP_GONE_S
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(child.pid, 0)
+            except OSError:  # ProcessLookupError: the group is empty
+                return
+            time.sleep(0.02)

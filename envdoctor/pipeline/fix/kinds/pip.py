@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Uni
 from envdoctor.pipeline.children import kill_group, own_group
 from envdoctor.pipeline.fix import stash
 from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
+from envdoctor.pipeline.fix.conda import conda_owned, is_conda_env
 from envdoctor.pipeline.fix.journal import JournalStep
 from envdoctor.target.model import Target
 from envdoctor.target.remedies.actions import action_names
@@ -257,7 +258,8 @@ def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
     return None
 
 
-def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALLER, externally_managed: bool = False) -> PipAction:
+def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALLER, externally_managed: bool = False,
+            prefix: Optional[str] = None) -> PipAction:
     """The action checked against the closed vocabulary and the target's installer; changes nothing."""
     unknown = sorted(set(action) - set(PIP.keys))
     if unknown:
@@ -274,7 +276,27 @@ def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALL
     else:
         prepared_action = PipAction(action=dict(action), python=python, pip=pip_version(python))
     prepared_action.resolved = _resolved(prepared_action)
+    if is_conda_env(prefix):
+        _refuse_conda_owned(prepared_action, str(prefix))
     return prepared_action
+
+
+def _refuse_conda_owned(action: PipAction, prefix: str) -> None:
+    """NotApplicable when the step would remove or replace a distribution conda installed here."""
+    touched = {stash.canonical(n) for n in action.action.get("uninstall") or ()}
+    touched |= set(action.resolved) if action.resolved is not None else set(action_names(action.action))
+    owned = conda_owned(prefix, stash.installed(action.python, sorted(touched))) if touched else {}
+    if owned:
+        name = sorted(owned)[0]
+        first = owned[name]
+        removed = {stash.canonical(n) for n in action.action.get("uninstall") or ()}
+        command = ("conda remove -p %s %s" % (prefix, first.package) if name in removed
+                   else "conda install -p %s -c conda-forge %s" % (prefix, first.package))
+        raise NotApplicable(
+            "%s in this conda environment came from conda (%s): pip would change it behind conda's back, and conda's "
+            "records would no longer say what is installed; do it with conda (`%s`; conda's name for torch is pytorch), "
+            "or use pip in a venv of its own" % (", ".join("%s %s" % (n, owned[n].version) for n in sorted(owned)),
+                                                  first.record, command))
 
 
 # A plan weighs a remedy, then prepares the one it takes: pip resolves each action once per run.
@@ -305,7 +327,7 @@ def _resolved(action: PipAction) -> Optional[Dict[str, str]]:
 
 def prepare_steps(actions: Sequence[Mapping[str, Any]], target: Target) -> List[Union[PipAction, NotApplicable]]:
     """The plan's pip steps, each in the target interpreter."""
-    return [prepared(functools.partial(prepare, action, target.python, target.installer, target.externally_managed))
+    return [prepared(functools.partial(prepare, action, target.python, target.installer, target.externally_managed, target.prefix))
             for action in actions]
 
 
