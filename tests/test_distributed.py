@@ -72,6 +72,10 @@ def test_the_rank_comes_from_torchruns_variables_or_slurms() -> None:
     slurm = read_rank_env({"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"})
     assert (slurm.rank, slurm.world_size, slurm.local_rank, slurm.launcher) == (9, 16, 1, "slurm")
     assert slurm.child_environ() == {"RANK": "9", "WORLD_SIZE": "16", "LOCAL_RANK": "1", "MASTER_ADDR": "node-a", "MASTER_PORT": "29500"}
+    # the node's number: torchrun's GROUP_RANK, Slurm's SLURM_NODEID
+    assert read_rank_env({"RANK": "3", "WORLD_SIZE": "8", "GROUP_RANK": "1", "MASTER_ADDR": "a", "MASTER_PORT": "1"}).node == 1
+    assert read_rank_env({"SLURM_PROCID": "9", "SLURM_NTASKS": "16", "SLURM_NODEID": "4", "MASTER_ADDR": "a", "MASTER_PORT": "1"}).node == 4
+    assert torchrun.node is None
 
 
 @pytest.mark.parametrize(("environ", "message"), [
@@ -121,6 +125,23 @@ def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
     # each rank probes its own device: cpu and cuda:LOCAL_RANK where that exists (here none), no device-missing error
     assert report["environment"]["requested_devices"] is None
     assert [d["id"] for d in report["checks"][0]["facts"]["devices"]] == ["cpu"]
+
+
+def test_two_nodes_under_torchrun_with_a_c10d_rendezvous_make_one_report_that_names_the_nodes() -> None:
+    """Two torchrun "nodes" on this machine (--nnodes 2, a c10d rendezvous on localhost), one rank each:
+    the rank 0 of the job prints the one report, which tells the nodes apart though they share a host."""
+    endpoint = "127.0.0.1:%d" % free_port()
+    nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+                               "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", "envdoctor-test",
+                               "-m", "envdoctor", *CHECK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONUNBUFFERED="1")) for _ in range(2)]
+    outs = [node.communicate(timeout=300) for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], [err[-2000:] for _, err in outs]
+    [report] = [json.loads(out) for out, _ in outs if out.strip()]  # one report for the job
+    job = cluster(report)
+    assert job["status"] == "ok", job["findings"]
+    assert sorted((r["rank"], r["node"]) for r in job["facts"]["ranks"]) in ([(0, 0), (1, 1)], [(0, 1), (1, 0)])
+    assert job["summary"].startswith("2 of 2 ranks on %s (nodes 0, 1); same on all: " % socket.gethostname())
 
 
 def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() -> None:

@@ -41,9 +41,21 @@ def ranks_text(ranks: Sequence[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
 
 
+def _hosts(summaries: Sequence[Dict[str, Any]]) -> str:
+    """'vm' or 'node-a, node-b'; with the launcher's node numbers where they say more than the hosts do
+    (two nodes of one job on one machine): 'vm (nodes 0, 1)'."""
+    hosts: Dict[str, set] = {}
+    for s in summaries:
+        hosts.setdefault(str(s.get("host")), set()).update({s["node"]} if s.get("node") is not None else set())
+    nodes = {n for found in hosts.values() for n in found}
+    if len(nodes) <= len(hosts):
+        return ", ".join(sorted(hosts))
+    return ", ".join("%s (node%s %s)" % (h, "s" if len(n) > 1 else "", ", ".join(str(x) for x in sorted(n))) if n else h
+                     for h, n in sorted(hosts.items()))
+
+
 def _where(summaries: Sequence[Dict[str, Any]]) -> str:
-    hosts = sorted({str(s.get("host")) for s in summaries})
-    return "%s on %s" % (ranks_text([s["rank"] for s in summaries]), ", ".join(hosts))
+    return "%s on %s" % (ranks_text([s["rank"] for s in summaries]), _hosts(summaries))
 
 
 def _groups(summaries: Sequence[Dict[str, Any]], value: Any) -> Dict[str, List[Dict[str, Any]]]:
@@ -258,7 +270,7 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
     same = {label: summaries[0].get(key) for key, label, _ in COMPARED
             if key != "packages_digest" and summaries[0].get(key) and len(_groups(summaries, lambda s, k=key: s.get(k))) == 1}
     summary = "%d of %d ranks on %s; same on all: %s" % (
-        len(summaries), world_size, ", ".join(sorted({str(s.get("host")) for s in summaries})),
+        len(summaries), world_size, _hosts(summaries),
         ", ".join("%s %s" % (k, v) for k, v in same.items()) or "nothing compared")
     bandwidth = _bandwidth(summaries)
     if bandwidth:

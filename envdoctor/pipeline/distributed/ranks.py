@@ -19,6 +19,7 @@ class RankEnv:
     master_addr: str
     master_port: int
     launcher: str  # "torchrun" (the standard variables) or "slurm"
+    node: Optional[int] = None  # the node's number in the job: torchrun's GROUP_RANK, Slurm's SLURM_NODEID
 
     def child_environ(self) -> Dict[str, str]:
         """The standard variables for the gather process: torch's env:// reads these."""
@@ -59,4 +60,6 @@ def read_rank_env(environ: Mapping[str, str]) -> RankEnv:
     port = _int(environ, "MASTER_PORT")
     if not 0 < port < 65536:
         raise UsageError("MASTER_PORT=%d is not a port" % port)
-    return RankEnv(rank, world, local, addr, port, launcher)
+    node_var = "GROUP_RANK" if launcher == "torchrun" else "SLURM_NODEID"
+    node = _int(environ, node_var) if given(node_var) else None
+    return RankEnv(rank, world, local, addr, port, launcher, node)
