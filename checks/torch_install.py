@@ -8,11 +8,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import gpu_runtime_step
-from envdoctor.target.probekit.distributions import installed_version
+from envdoctor.target.probekit.distributions import installed_version, user_site_shadowing
 from envdoctor.target.probekit.gpus import identity
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
-from envdoctor.target.remedies.actions import config_remedy, pip_remedy
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
 
 ID = "torch-install"
 
@@ -89,6 +89,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "torch_import": ctx.options.get("torch_import") or {},
         "torch_dist": installed_version("torch"),
         "packages": {name: installed_version(name) for name in COMPANIONS},
+        "user_site": user_site_shadowing(),
     }
     if torch is None:
         return facts
@@ -153,7 +154,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                         _install_remedies(env, dist),
                         {"package": "torch", "version": dist})
             )
-        return findings
+        return findings + user_site(facts)  # a user-site torch that does not import is the usual one
     packages = facts.get("packages") or {}
     warnings_text = " ".join(imp.get("warnings") or [])
     if not packages.get("numpy"):
@@ -183,7 +184,29 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
         )
     findings.extend(training_device(facts, env))
     findings.extend(distributed_device(facts, env))
+    findings.extend(user_site(facts))
     return findings
+
+
+def user_site(facts: Dict[str, Any]) -> List[Finding]:
+    """`pip install --user` copies that win over this environment's own (outside a venv the user site
+    comes first on sys.path): the environment's torch or numpy is not what runs."""
+    found = facts.get("user_site") or {}
+    shadowing = found.get("shadowing") or []
+    if not shadowing:
+        return []
+    key = [s for s in shadowing if s["name"] in ("torch", "numpy") + COMPANIONS]
+    listed = ", ".join("%s %s over %s" % (s["name"], s["user"], s["env"]) for s in (key or shadowing)[:6])
+    return [Finding(ID, "user-site-shadows", Severity.ERROR if key else Severity.WARNING,
+                    "%d package%s in your user site shadow%s this environment's own: %s" % (
+                        len(shadowing), "s" if len(shadowing) > 1 else "", "" if len(shadowing) > 1 else "s", listed),
+                    ("user site (pip install --user): %s, before the environment's site-packages on sys.path" % found.get("path"),)
+                    + tuple("%s: %s in the user site, %s in the environment" % (s["name"], s["user"], s["env"]) for s in shadowing[:20]),
+                    (env_remedy("Keep the user site out of this environment's runs (PYTHONNOUSERSITE=1)", "no-user-site",
+                                set_env={"PYTHONNOUSERSITE": "1"}),
+                     Remedy("Or remove the user-site copies: `python -m pip uninstall NAME` with the interpreter that installed "
+                            "them with --user, outside any venv", kind="manual", id="remove-user-site")),
+                    {"user_site": found.get("path"), "names": [s["name"] for s in shadowing]})]
 
 
 # accelerate's distributed types that start one process per GPU (DistributedType, accelerate utils/dataclasses.py;

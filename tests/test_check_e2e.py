@@ -224,3 +224,25 @@ def test_accelerates_own_multi_gpu_template_on_a_machine_without_a_gpu_is_named_
     finding = next(f for f in check_of(json.loads(proc.stdout), "torch-install")["findings"] if f["code"] == "config-distributed-no-gpu")
     assert finding["title"].startswith("tmpl-multi-gpu.yaml:2 `distributed_type: \"MULTI_GPU\"` launches one process per GPU")
     assert finding["subject"]["config"]["line"] == 2
+
+
+def test_what_a_user_site_install_shadows_outside_a_venv_is_named_and_pythonnousersite_hides_it(tmp_path: Path) -> None:
+    """The interpreter this test venv was made from (no venv: its user site comes before its site-packages),
+    with a `pip install --user`-style copy of pip itself in a user site of its own (PYTHONUSERBASE)."""
+    base = Path(sys.base_prefix) / "bin" / "python3"
+    user = {"PYTHONUSERBASE": str(tmp_path / "user")}
+    where = subprocess.run([str(base), "-c", "import site; print(site.getusersitepackages())"], capture_output=True, text=True,
+                           env=dict(os.environ, **user), check=True).stdout.strip()
+    theirs = subprocess.run([str(base), "-m", "pip", "--version"], capture_output=True, text=True, check=False).stdout.split()
+    if len(theirs) < 2:
+        pytest.skip("the base interpreter has no pip to shadow")
+    other = "23.0" if theirs[1] != "23.0" else "22.3"
+    uv = pytest.importorskip("uv", reason="uv is not installed here").find_uv_bin()
+    subprocess.run([uv, "pip", "install", "-q", "--no-deps", "--target", where, "pip==%s" % other], check=True, capture_output=True)
+    args = ("check", "--json", "--python", str(base), "--no-config", "--only", "torch-install")
+    report = json.loads(run_envdoctor(*args, env=user).stdout)
+    [finding] = [f for f in check_of(report, "torch-install")["findings"] if f["code"] == "user-site-shadows"]
+    assert finding["title"] == "1 package in your user site shadows this environment's own: pip %s over %s" % (other, theirs[1])
+    assert finding["remedies"][0]["action"] == {"set_env": {"PYTHONNOUSERSITE": "1"}}
+    hidden = json.loads(run_envdoctor(*args, env=dict(user, PYTHONNOUSERSITE="1")).stdout)
+    assert "user-site-shadows" not in [f["code"] for f in check_of(hidden, "torch-install")["findings"]]

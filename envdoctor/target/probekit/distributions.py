@@ -56,3 +56,45 @@ def distribution(name: str) -> Any:
         return metadata.distribution(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+def _versions(paths: Sequence[str]) -> dict:
+    """{canonical name: version} of the distributions found on `paths`, the first per name."""
+    import re
+
+    metadata = _metadata()
+    found: dict = {}
+    if metadata is None:
+        return found
+    for dist in metadata.distributions(path=list(paths)):
+        try:
+            name = dist.metadata["Name"]
+        except Exception:  # noqa: BLE001 - a corrupt METADATA is not our crash
+            continue
+        if name:
+            found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+    return found
+
+
+def user_site_shadowing() -> dict:
+    """The user site (`pip install --user`) and what in it shadows this environment's own copies: Python
+    puts the user site before the environment's site-packages outside a venv (a conda env, a system
+    Python), so a `--user` install wins there. {"path", "shadowing": [{"name", "user", "env"}]}; {} when
+    the user site is off or absent."""
+    import os
+    import site
+    import sys
+
+    if not getattr(site, "ENABLE_USER_SITE", False):
+        return {}
+    try:
+        user = site.getusersitepackages()
+    except Exception:  # noqa: BLE001 - an odd site module (embedded Pythons)
+        return {}
+    if not user or not os.path.isdir(user) or user not in sys.path:
+        return {}
+    where = sys.path.index(user)
+    mine = _versions([user])
+    behind = _versions([p for p in sys.path[where + 1:] if p])  # what the user site comes before
+    shadowing = [{"name": n, "user": v, "env": behind[n]} for n, v in sorted(mine.items()) if n in behind]
+    return {"path": user, "shadowing": shadowing}
