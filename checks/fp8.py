@@ -319,7 +319,7 @@ SIGNATURES = (
               remedies=(COMPUTE_BF16,)),
     # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
     # github.com/kijai/ComfyUI-CogVideoXWrapper/issues/136)
-    Signature("no-fp8-hardware", r"CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLt",
+    Signature("no-fp8-hardware", r"(?m)CUBLAS_STATUS_NOT_SUPPORTED when calling( `cublasLt|[ \t]*$)",  # or cut there
               context=(r"fp8|float8|Float8|e4m3|_scaled_mm|--fast|fast ?mode",), context_required=True,
               cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
               remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "
@@ -337,6 +337,14 @@ SIGNATURES = (
                                  r"quantization method fp8 is not supported for the current GPU",
               cause="fp8 kernels (Triton, Transformer Engine, vLLM) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
               remedies=(COMPUTE_BF16,)),
+    # ROCm: torch's own gate on the ROCm release ("Float8_e4m3fn is only supported for ROCm 6.5 and above"), and
+    # MI300 (gfx942), whose float8 is the fnuz variant: "Cannot convert ScalarType Float8_e4m3fn to hipDataType"
+    Signature("no-fp8-hardware", r"Float8_e4m3fn\w* is only supported for ROCm|Cannot convert ScalarType Float8_\w+ to hipDataType",
+              cause="this ROCm build of torch has no kernel for this float8 variant here (the ROCm release gates e4m3fn; MI300 "
+                    "GPUs compute in the fnuz variants, torch.float8_e4m3fnuz)",
+              remedies=(Remedy("On ROCm, use the float8 variant the GPU has (MI300: torch.float8_e4m3fnuz; torchao configs take "
+                               "the dtype) or a torch built for a newer ROCm; else load the weights in bf16", id="rocm-fp8-variant"),
+                        COMPUTE_BF16)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )
