@@ -1,5 +1,5 @@
 """The real config corpus (tests/data/configs, INDEX.json) planned by `fix` under recorded
-machines, and scored: the code the corpus test and `benchmarks/config_corpus.py` share.
+machines, and scored: what the corpus test (tests/test_config_corpus.py) runs.
 
 Each scenario is a machine's recorded facts (tests/fixtures) judged by the real rules with the
 config's intent; the plan is made, closed over its own edits (fix's `close_over`, with the

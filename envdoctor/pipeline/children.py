@@ -54,4 +54,23 @@ def kill_group(child: subprocess.Popen[Any]) -> None:
                 os.killpg(child.pid, 0)
             except OSError:  # ProcessLookupError: the group is empty
                 return
+            if not _live_members(child.pid):  # only zombies left, for their new parent to reap
+                return
             time.sleep(0.02)
+
+
+def _live_members(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (Linux: /proc; elsewhere assumed so)."""
+    if not os.path.isdir("/proc/self"):
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
