@@ -22,7 +22,7 @@ class RankEnv:
     node: Optional[int] = None  # the node's number in the job: torchrun's GROUP_RANK, Slurm's SLURM_NODEID
 
     def child_environ(self) -> Dict[str, str]:
-        """The standard variables for the gather process: torch's env:// reads these."""
+        """The standard variables for the exchange in the rank's worker: torch's env:// reads these."""
         return {"RANK": str(self.rank), "WORLD_SIZE": str(self.world_size), "LOCAL_RANK": str(self.local_rank),
                 "MASTER_ADDR": self.master_addr, "MASTER_PORT": str(self.master_port)}
 
