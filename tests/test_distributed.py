@@ -63,6 +63,12 @@ def cluster(report: Dict[str, Any]) -> Dict[str, Any]:
     return last
 
 
+def measured(job: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The job's findings but a straggler: that one is a timing, and ranks sharing a loaded test machine's two
+    cores can take it (tested on its own with summaries below)."""
+    return [f for f in job["findings"] if f["code"] != "straggler"]
+
+
 # ---- which rank: the launchers' variables
 
 
@@ -109,7 +115,7 @@ def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout)  # one JSON document: rank 1 printed nothing
     job = cluster(report)
-    assert job["status"] == "ok" and job["findings"] == []
+    assert measured(job) == []
     assert [r["rank"] for r in job["facts"]["ranks"]] == [0, 1] and job["facts"]["world_size"] == 2
     assert job["facts"]["same"]["torch"] == report["environment"]["torch"]
     assert job["summary"].startswith("2 of 2 ranks on %s; same on all: envdoctor " % socket.gethostname())
@@ -139,7 +145,7 @@ def test_two_nodes_under_torchrun_with_a_c10d_rendezvous_make_one_report_that_na
     assert [node.returncode for node in nodes] == [0, 0], [err[-2000:] for _, err in outs]
     [report] = [json.loads(out) for out, _ in outs if out.strip()]  # one report for the job
     job = cluster(report)
-    assert job["status"] == "ok", job["findings"]
+    assert measured(job) == [], job["findings"]
     assert sorted((r["rank"], r["node"]) for r in job["facts"]["ranks"]) in ([(0, 0), (1, 1)], [(0, 1), (1, 0)])
     assert job["summary"].startswith("2 of 2 ranks on %s (nodes 0, 1); same on all: " % socket.gethostname())
 
@@ -148,7 +154,7 @@ def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() 
     rank0, rank1 = launch([{}, {"NCCL_SOCKET_IFNAME": "ib0"}], *CHECK)
     assert (rank0.returncode, rank1.returncode) == (1, 1), rank0.stderr[-2000:]
     assert rank1.stdout == ""
-    findings = {f["code"]: f for f in cluster(json.loads(rank0.stdout))["findings"]}
+    findings = {f["code"]: f for f in measured(cluster(json.loads(rank0.stdout)))}
     assert set(findings) == {"variables-differ", "socket-ifname"}
     assert findings["variables-differ"]["evidence"] == ["rank 0 on %s: NCCL_SOCKET_IFNAME=(unset)" % socket.gethostname(),
                                                         "rank 1 on %s: NCCL_SOCKET_IFNAME=ib0" % socket.gethostname()]
