@@ -239,6 +239,6 @@ def run(command: Sequence[str], probe: bool = True, python: Optional[str] = None
     diagnosed = done.explanation.diagnoses
     if plan and diagnosed and done.explanation.report is not None:
         # the diagnosed checks, and the check whose finding confirmed a reading (its remedies are the exact ones)
-        witnesses = {w.split(":", 1)[0] for d in diagnosed if d.confirmed for w in d.signature.confirmed_by}
+        witnesses = {w for d in diagnosed if d.confirmed for w in d.signature.witnesses}
         done.plan = make_plan(done.explanation.report, prefer=[], only=sorted({d.check for d in diagnosed} | witnesses))
     return done

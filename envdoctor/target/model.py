@@ -129,6 +129,11 @@ class Signature:
     unless: Tuple[str, ...] = ()
     confirmed_by: Tuple[str, ...] = ()
 
+    @property
+    def witnesses(self) -> Tuple[str, ...]:
+        """The checks whose findings confirmed_by names: they are probed (and planned) beside this one's."""
+        return tuple(w.split(":", 1)[0] for w in self.confirmed_by)
+
 
 @dataclass(frozen=True)
 class Gpu:

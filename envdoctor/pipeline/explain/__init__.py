@@ -34,7 +34,7 @@ class Explanation:
     def probed_checks(self) -> List[str]:
         """The diagnoses' checks, the ones whose probes can reproduce them, and the ones whose findings
         decide between two readings of one message (Signature.confirmed_by: "check-id:code")."""
-        witnesses = {w.split(":", 1)[0] for d in self.diagnoses for w in d.signature.confirmed_by}
+        witnesses = {w for d in self.diagnoses for w in d.signature.witnesses}
         return sorted({d.check for d in self.diagnoses} | set(self.matching.supporting) | witnesses)
 
     def __repr__(self) -> str:
