@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.target.intent import config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.probekit.distributions import installed_version, user_site_shadowing
@@ -224,7 +225,7 @@ def distributed_device(facts: Dict[str, Any], env: Target) -> List[Finding]:
     seen = [str(d.get("id")) for d in facts.get("devices") or ()]
     if any(d.startswith("cuda") for d in seen):
         return []
-    subject = {"distributed": setting.value, "config": {"file": setting.file, "line": setting.line, "key": setting.key, "tool": setting.tool}}
+    subject = dict(config_subject([setting]), distributed=setting.value)
     return [Finding(ID, "config-distributed-no-gpu", Severity.ERROR,
                     "%s launches one process per GPU; this torch sees no GPU" % setting.where(),
                     ("devices seen: %s" % ", ".join(seen),),
@@ -245,7 +246,7 @@ def training_device(facts: Dict[str, Any], env: Target) -> List[Finding]:
     seen = [str(d.get("id")) for d in facts.get("devices") or ()]
     gpus = [d for d in seen if d.startswith("cuda")]
     wanted = str(setting.value)
-    subject = {"device": wanted, "config": {"file": setting.file, "line": setting.line, "key": setting.key, "tool": setting.tool}}
+    subject = dict(config_subject([setting]), device=wanted)
     if wanted.startswith("cuda") and wanted not in seen and not (wanted == "cuda" and gpus):
         # the device alone: the half precisions stay where the CPU's kernels run them (fix
         # checks the config as it would leave it, and cpu-half-kernels condemns what they do not)

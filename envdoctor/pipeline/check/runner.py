@@ -330,32 +330,32 @@ class Runner:
             worker = self._worker
             assert worker is not None
             had_no_torch = self._no_torch
-            if self._ready is not worker:
+            if self._ready is not worker:  # a new worker: its hello and torch import first
                 try:
                     self._handshake(worker)
                 except BadInterpreter:
                     self._worker = None
                     raise
-            if self._ready is not worker and worker.proc.poll() is not None:
-                # It died or hung importing torch: one more worker that skips torch.
-                worker.kill()
-                self._worker = None
-                if restarts and self._torch_import is not None and self._torch_import.get("ok"):
-                    # torch imported in the first worker: a restart that cannot import it again in time
-                    # is not "torch does not import"; the checks left are unmeasured, and say why.
-                    error = "not run: a restarted worker did not import torch again within %s s" % _fmt_seconds(
-                        self.torch_import_timeout_s)
-                    for spec in remaining:
-                        outcomes[spec["id"]] = ProbeOutcome(spec["id"], "timeout", error=error)
-                    self._no_torch = False
-                    break
-                if had_no_torch:
-                    for spec in remaining:
-                        outcomes[spec["id"]] = ProbeOutcome(spec["id"], "crashed", error="the worker could not start")
-                    break
-                restarts += 1
-                continue
-            self._ready = worker
+                if worker.proc.poll() is not None:
+                    # It died or hung importing torch: one more worker that skips torch.
+                    worker.kill()
+                    self._worker = None
+                    if restarts and self._torch_import is not None and self._torch_import.get("ok"):
+                        # torch imported in the first worker: a restart that cannot import it again in time
+                        # is not "torch does not import"; the checks left are unmeasured, and say why.
+                        error = "not run: a restarted worker did not import torch again within %s s" % _fmt_seconds(
+                            self.torch_import_timeout_s)
+                        for spec in remaining:
+                            outcomes[spec["id"]] = ProbeOutcome(spec["id"], "timeout", error=error)
+                        self._no_torch = False
+                        break
+                    if had_no_torch:
+                        for spec in remaining:
+                            outcomes[spec["id"]] = ProbeOutcome(spec["id"], "crashed", error="the worker could not start")
+                        break
+                    restarts += 1
+                    continue
+                self._ready = worker
             job: Dict[str, Any] = {"checks": [dict(spec, limit_s=self._limit(spec)) for spec in remaining], "ctx": ctx}
             if self._no_torch:
                 job["torch_import"] = self._torch_import

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -71,14 +70,6 @@ for dist in metadata.distributions():
         }
 print(json.dumps({"listing": listing, "dists": dists}))
 """
-
-_CANON = re.compile(r"[-_.]+")
-
-
-def canonical(name: str) -> str:
-    """PEP 503 name: what pip, the listing and the stash key distributions by."""
-    return _CANON.sub("-", name).lower()
-
 
 @dataclass(frozen=True)
 class Installed:

@@ -5,6 +5,7 @@ Stdlib only, Python 3.8+: probes call it inside the worker.
 
 from __future__ import annotations
 
+import re
 from typing import Any, List, Optional, Sequence, Tuple
 
 
@@ -58,10 +59,17 @@ def distribution(name: str) -> Any:
         return None
 
 
+_CANON = re.compile(r"[-_.]+")
+
+
+def canonical(name: str) -> str:
+    """PEP 503 name (https://peps.python.org/pep-0503/#normalized-names): what pip, the listing and
+    the stash key distributions by."""
+    return _CANON.sub("-", name).lower()
+
+
 def _versions(paths: Sequence[str]) -> dict:
     """{canonical name: version} of the distributions found on `paths`, the first per name."""
-    import re
-
     metadata = _metadata()
     found: dict = {}
     if metadata is None:
@@ -72,7 +80,7 @@ def _versions(paths: Sequence[str]) -> dict:
         except Exception:  # noqa: BLE001 - a corrupt METADATA is not our crash
             continue
         if name:
-            found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+            found.setdefault(canonical(name), dist.version)
     return found
 
 

@@ -28,6 +28,7 @@ from envdoctor.pipeline.fix.action import FixError, NotApplicable, prepared
 from envdoctor.pipeline.fix.conda import conda_owned, is_conda_env
 from envdoctor.pipeline.fix.journal import JournalStep
 from envdoctor.target.model import Target
+from envdoctor.target.probekit.distributions import canonical
 from envdoctor.target.remedies.actions import action_names
 from envdoctor.target.remedies.commandline import PIP as PIP_INSTALLER
 from envdoctor.target.remedies.commandline import UV, PipRun, made_by_uv, pip_commands, pip_runs
@@ -92,6 +93,11 @@ def _last_error(output: str, argv: Sequence[str] = (), installer: str = PIP_INST
     # pip's closing "ResolutionImpossible: for help visit ..." says less than the line before it
     errors = [line for line in lines if line.startswith("ERROR:") and not line.startswith("ERROR: ResolutionImpossible: for help")]
     return (errors or lines or ["no output"])[-1]
+
+
+def _tool(installer: str) -> str:
+    """How a message names the installer that ran: `pip ...` or `uv pip ...`."""
+    return "uv pip" if installer == UV else "pip"
 
 
 def find_uv() -> Optional[str]:
@@ -185,10 +191,10 @@ class PipAction:
             raise FixError("%s cannot install %s: %s" % (self.installer, " ".join(action_names(self.action)) or "the requirements",
                                                          _last_error(proc.stderr + proc.stdout, run.args, self.installer)))
         if self.installer == UV:  # uv lists what it would install as " + name==version" (its --dry-run has no report)
-            return {stash.canonical(m.group(1)): m.group(2) for m in _UV_WOULD_INSTALL.finditer(proc.stderr + proc.stdout)}
+            return {canonical(m.group(1)): m.group(2) for m in _UV_WOULD_INSTALL.finditer(proc.stderr + proc.stdout)}
         try:
             report = json.loads(proc.stdout)
-            return {stash.canonical(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in report.get("install") or ()}
+            return {canonical(i["metadata"]["name"]): str(i["metadata"]["version"]) for i in report.get("install") or ()}
         except (ValueError, KeyError, TypeError) as exc:
             raise FixError("cannot read pip's --dry-run report: %s" % exc) from exc
 
@@ -201,7 +207,7 @@ class PipAction:
         step.record.update({"python": self.python, "installer": self.installer, "listing_before": self.before, "stashed": [], "ran": []})
         step.save()
         planned = self.will_install()
-        removed = {stash.canonical(n) for n in self.action.get("uninstall") or ()}
+        removed = {canonical(n) for n in self.action.get("uninstall") or ()}
         replaced = set(planned) if planned is not None else set(action_names(self.action))
         self.planned = dict(planned or {})
         targets = sorted(n for n in removed | replaced if n in self.before)
@@ -216,7 +222,7 @@ class PipAction:
             step.save()  # before pip changes anything: undo knows it may have
             proc = self._run(run)
             if proc.returncode != 0:
-                raise FixError("`%s %s` failed: %s" % ("uv pip" if self.installer == UV else "pip", run.verb,
+                raise FixError("`%s %s` failed: %s" % (_tool(self.installer), run.verb,
                                                        _last_error(proc.stderr + proc.stdout, run.args, self.installer)))
         step.record["listing_after"] = stash.listing(self.python)
         step.save()
@@ -227,8 +233,8 @@ class PipAction:
         after = stash.listing(self.python)
         problems: List[str] = []
         for name in self.action.get("uninstall") or ():
-            if stash.canonical(name) in after:
-                problems.append("%s is still installed (%s)" % (name, after[stash.canonical(name)]))
+            if canonical(name) in after:
+                problems.append("%s is still installed (%s)" % (name, after[canonical(name)]))
         for requirement in list(self.action.get("install") or ()) + list(self.action.get("upgrade") or ()):
             problem = _unmet(requirement, after)
             if problem:
@@ -250,7 +256,7 @@ def _unmet(requirement: str, after: Mapping[str, str]) -> Optional[str]:
         req = Requirement(requirement)
     except InvalidRequirement:
         return None
-    key = stash.canonical(req.name)
+    key = canonical(req.name)
     if key not in after:
         return "%s is not installed" % req.name
     if req.specifier and not req.specifier.contains(after[key], prereleases=True):
@@ -283,13 +289,12 @@ def prepare(action: Mapping[str, Any], python: str, installer: str = PIP_INSTALL
 
 def _refuse_conda_owned(action: PipAction, prefix: str) -> None:
     """NotApplicable when the step would remove or replace a distribution conda installed here."""
-    touched = {stash.canonical(n) for n in action.action.get("uninstall") or ()}
-    touched |= set(action.resolved) if action.resolved is not None else set(action_names(action.action))
+    removed = {canonical(n) for n in action.action.get("uninstall") or ()}
+    touched = removed | (set(action.resolved) if action.resolved is not None else set(action_names(action.action)))
     owned = conda_owned(prefix, stash.installed(action.python, sorted(touched))) if touched else {}
     if owned:
         name = sorted(owned)[0]
         first = owned[name]
-        removed = {stash.canonical(n) for n in action.action.get("uninstall") or ()}
         command = ("conda remove -p %s %s" % (prefix, first.package) if name in removed
                    else "conda install -p %s -c conda-forge %s" % (prefix, first.package))
         raise NotApplicable(
@@ -343,7 +348,7 @@ def undo(step: JournalStep) -> None:
     after: Dict[str, str] = dict(record.get("listing_after") or now)  # a step that failed midway: what is there now
     stashed: List[Dict[str, Any]] = list(record.get("stashed") or ())
     touched: Set[str] = {n for n in set(before) | set(after) if before.get(n) != after.get(n)}
-    touched |= {stash.canonical(s["name"]) for s in stashed}
+    touched |= {canonical(s["name"]) for s in stashed}
     # Since the step: what the user changed on the same names is theirs, and undo would overwrite
     # it; unless an undo of this step already began (interrupted): those changes are its own.
     since = {n for n in set(after) | set(now) if after.get(n) != now.get(n)}
@@ -365,7 +370,8 @@ def undo(step: JournalStep) -> None:
             raise FixError("cannot undo step %d: it ran with uv, and uv is not on PATH here" % step.number)
         proc = _run_pip(python, run, (), installer, uv)
         if proc.returncode != 0:
-            raise FixError("cannot undo step %d: `pip uninstall` failed: %s" % (step.number, _last_error(proc.stderr + proc.stdout, (), installer)))
+            raise FixError("cannot undo step %d: `%s uninstall` failed: %s" % (step.number, _tool(installer),
+                                                                            _last_error(proc.stderr + proc.stdout, (), installer)))
     for entry in stashed:
         stash.restore(entry, step.dir / "stash" / entry["folder"])
     final = stash.listing(python)
