@@ -5,6 +5,7 @@ minimums` runs the same three one after another."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,14 @@ def lint(session: nox.Session) -> None:
     session.run("mypy")
 
 
+def _free_disk() -> str:
+    """The run takes GBs (the venvs, torch 2.0.1's CUDA libraries): on a disk that fills up, Python leaves
+    truncated bytecode behind and tests fail far from the cause, so the log says what was free."""
+    temp = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+    here = shutil.disk_usage(".").free / 2**30
+    return "disk free: %.1f GiB in %s, %.1f GiB here" % (temp, tempfile.gettempdir(), here)
+
+
 @nox.session(venv_backend="none")
 def ci(session: nox.Session) -> None:
     """lint, tests and minimums at once: they are independent, and while one installs packages or
@@ -102,6 +111,7 @@ def ci(session: nox.Session) -> None:
     ends (the tests' with their 25 slowest), then the verdict of each."""
     logs = Path(tempfile.mkdtemp(prefix="envdoctor-ci-"))
     started = time.monotonic()
+    session.log(_free_disk())
     running = {}
     for name in SESSIONS:
         log = open(logs / (name + ".log"), "wb")  # noqa: SIM115 - closed when the session ends, below
@@ -114,6 +124,7 @@ def ci(session: nox.Session) -> None:
         print((logs / (name + ".log")).read_text(encoding="utf-8", errors="replace"), flush=True)
         if code != 0:
             failed.append(name)
+    session.log(_free_disk())
     for name in SESSIONS:
         session.log("%s: %s" % (name, "FAILED" if name in failed else "passed"))
     if failed:

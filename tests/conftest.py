@@ -232,8 +232,20 @@ def shared_venv(factory: Any, name: str, *installs: Sequence[str], override: str
             make_venv(folder)
             for requirements in installs:
                 pip_install(python, *requirements)
+            _first_import(python)
             (folder / ".built").touch()
     return python
+
+
+def _first_import(python: Path) -> None:
+    """Import torch once under the build's lock: it writes the bytecode the tests then share (the packages
+    install without it), and a venv whose torch does not import stops here, with the free disk named (a
+    disk that fills up mid-write leaves a truncated .pyc: 'marshal data too short' in every later import)."""
+    proc = subprocess.run([str(python), "-c", "import torch"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        free = shutil.disk_usage(python.parent).free / 2**30
+        raise RuntimeError("torch does not import in the new venv %s (%.1f GiB free on its disk): %s"
+                           % (python.parent.parent, free, proc.stderr.strip().splitlines()[-1:]))
 
 
 # The venvs with downloads in them (the libraries; torch 2.0.1 with its CUDA libraries), by name.
@@ -279,7 +291,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def _prebuild(factory: Any, name: str, installs: Sequence[Sequence[str]]) -> None:
     try:
         shared_venv(factory, name, *installs)
-    except (OSError, subprocess.CalledProcessError):  # the test that needs it builds it again and fails with the error
+    except (OSError, RuntimeError, subprocess.CalledProcessError):  # the test that needs it builds it again and fails with the error
         pass
 
 
