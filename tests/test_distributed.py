@@ -134,10 +134,12 @@ def test_under_torchrun_rank_0_prints_one_report_for_the_job() -> None:
 
 
 def test_two_nodes_under_torchrun_with_a_c10d_rendezvous_make_one_report_that_names_the_nodes() -> None:
-    """Two torchrun "nodes" on this machine (--nnodes 2, a c10d rendezvous on localhost), one rank each:
-    the rank 0 of the job prints the one report, which tells the nodes apart though they share a host."""
+    """Two torchrun "nodes" on this machine (--nnodes 2, a c10d rendezvous on localhost), two ranks each:
+    the rank 0 of the job prints the one report, which tells the nodes apart though they share a host. The
+    summaries went up in two levels: each node's lowest rank gathered its node, the two leaders sent theirs
+    to rank 0, and every rank got the whole back (each exits with the job's code)."""
     endpoint = "127.0.0.1:%d" % free_port()
-    nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+    nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
                                "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint, "--rdzv-id", "envdoctor-test",
                                "-m", "envdoctor", *CHECK], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env=dict(os.environ, PYTHONUNBUFFERED="1")) for _ in range(2)]
@@ -146,8 +148,11 @@ def test_two_nodes_under_torchrun_with_a_c10d_rendezvous_make_one_report_that_na
     [report] = [json.loads(out) for out, _ in outs if out.strip()]  # one report for the job
     job = cluster(report)
     assert measured(job) == [], job["findings"]
-    assert sorted((r["rank"], r["node"]) for r in job["facts"]["ranks"]) in ([(0, 0), (1, 1)], [(0, 1), (1, 0)])
-    assert job["summary"].startswith("2 of 2 ranks on %s (nodes 0, 1); same on all: " % socket.gethostname())
+    placed = sorted((r["rank"], r["node"]) for r in job["facts"]["ranks"])
+    assert placed in ([(0, 0), (1, 0), (2, 1), (3, 1)], [(0, 1), (1, 1), (2, 0), (3, 0)]), placed
+    assert job["summary"].startswith("4 of 4 ranks on %s (nodes 0, 1); same on all: " % socket.gethostname())
+    assert job["facts"]["exchange"]["nodes"] == 2 and job["facts"]["exchange"]["leaders"] == [0, 2]
+    assert all(r["packages_digest"] == job["facts"]["ranks"][0]["packages_digest"] for r in job["facts"]["ranks"])
 
 
 def test_a_variable_one_rank_sets_differently_is_named_and_every_rank_exits_1() -> None:
@@ -275,6 +280,7 @@ def test_two_ranks_on_one_gpu_is_an_error() -> None:
 def test_infiniband_on_some_nodes_and_a_small_shm_are_warnings() -> None:
     job = judged([summary(0, "node-a"), summary(1, "node-b", infiniband=[], shm_bytes=64 * 2**20)])
     assert job["findings"]["infiniband-some"].title == "InfiniBand on rank 0 on node-a only, not on rank 1 on node-b"
+    assert job["findings"]["infiniband-some"].remedies[0].action == {"set_env": {"NCCL_IB_DISABLE": "1"}}
     assert job["findings"]["shm-small"].title == "/dev/shm is 64 MiB on rank 1 on node-b: too small for NCCL's shared memory"
     assert job["status"] is Status.WARNING
 
@@ -285,6 +291,31 @@ def test_infiniband_switched_off_where_it_exists_is_named_with_the_unset_as_the_
     assert finding.title == "NCCL_IB_DISABLE=1 on ranks 0-1 on node-a, which has InfiniBand (mlx5_0): NCCL goes over TCP sockets there"
     assert (finding.remedies[0].kind, finding.remedies[0].action) == ("env", {"unset_env": ["NCCL_IB_DISABLE"]})
     assert "ib-disabled" not in judged([summary(0, "node-a", infiniband=[], variables={"NCCL_IB_DISABLE": "1"})])["findings"]
+
+
+def test_a_socket_ifname_up_nowhere_on_a_node_gets_the_interface_up_on_every_node_as_its_step() -> None:
+    """NCCL_SOCKET_IFNAME=ib0 where node-b has no ib0: one finding for the value, naming the ranks; the steps
+    set the interface up on every node (not lo, not docker*: NCCL's defaults leave those alone) or unset it."""
+    nodes = [summary(r, "node-a", interfaces_up=["lo", "docker0", "ib0", "eth0"], variables={"NCCL_SOCKET_IFNAME": "ib0"})
+             for r in range(2)]
+    nodes += [summary(r, "node-b", interfaces_up=["lo", "docker0", "eth0"], variables={"NCCL_SOCKET_IFNAME": "ib0"}) for r in (2, 3)]
+    [finding] = [f for f in judged(nodes)["all"] if f.code == "socket-ifname"]
+    assert finding.title == "NCCL_SOCKET_IFNAME=ib0 names no interface that is up on ranks 2-3 on node-b"
+    assert [(r.kind, r.action) for r in finding.remedies] == [("env", {"set_env": {"NCCL_SOCKET_IFNAME": "eth0"}}),
+                                                              ("env", {"unset_env": ["NCCL_SOCKET_IFNAME"]})]
+    # eth0 is a prefix of eth01 (NCCL matches prefixes): the step says the exact name
+    shadowed = [summary(0, "a", interfaces_up=["eth0", "eth01"], variables={"NCCL_SOCKET_IFNAME": "ib"}),
+                summary(1, "b", interfaces_up=["eth0", "eth01"], variables={"NCCL_SOCKET_IFNAME": "ib"})]
+    [finding] = [f for f in judged(shadowed)["all"] if f.code == "socket-ifname"]
+    assert finding.remedies[0].action == {"set_env": {"NCCL_SOCKET_IFNAME": "=eth0"}}
+    # NCCL's own syntax: "^" excludes, "=" is exact
+    assert "socket-ifname" not in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "^docker,lo"})])["findings"]
+    assert "socket-ifname" in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "^eth,lo"})])["findings"]
+    assert "socket-ifname" in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "=eth"})])["findings"]
+    # nothing up everywhere but lo: the only step is to unset it
+    [finding] = [f for f in judged([summary(0, "a", interfaces_up=["lo"], variables={"NCCL_SOCKET_IFNAME": "eth0"})])["all"]
+                 if f.code == "socket-ifname"]
+    assert [r.id for r in finding.remedies] == ["socket-ifname-unset"]
 
 
 def test_a_check_that_fails_on_some_ranks_only_is_named_and_makes_every_rank_fail() -> None:
@@ -314,3 +345,14 @@ def test_the_same_everywhere_is_said_once() -> None:
     assert job["findings"] == {} and job["status"] is Status.OK
     assert job["summary"] == ("4 of 4 ranks on node-a; same on all: envdoctor 0.1.0, Python 3.11.9, torch 2.13.0+cu130, torch's CUDA "
                               "130, NCCL 2.27.5, the NVIDIA driver 580.65.06")
+
+
+def test_a_nodes_summaries_go_up_with_what_they_share_said_once() -> None:
+    from envdoctor.target.exchange import _compact
+
+    summaries = [{"rank": 0, "torch": "2.13.0", "gpu": {"uuid": "GPU-a"}, "checks": {"fp8": []}},
+                 {"rank": 1, "torch": "2.13.0", "gpu": {"uuid": "GPU-b"}, "checks": {"fp8": []}},
+                 {"rank": 2, "torch": "2.13.0", "checks": {"fp8": ["fp8-no-kernels"]}}]
+    packed = _compact(summaries)
+    assert packed["common"] == {"torch": "2.13.0"}
+    assert [dict(packed["common"], **own) for own in packed["own"]] == summaries

@@ -1,7 +1,8 @@
 """The exchange between a job's ranks, run in the target interpreter (the check's own worker, torch already
 imported): this rank's summary plus what only this interpreter and machine can say (the installed
 distributions, its GPU, NCCL, the network interfaces up, InfiniBand, /dev/shm), a gloo process group from
-the launcher's variables, the collective probe, a timed compute, and every rank's summary all-gathered.
+the launcher's variables, the collective probe, a timed compute, and every rank's summary gathered (each
+node's, then the nodes') and given back to every rank.
 On the CPU first: a broken NCCL cannot stop the report. Each rank records the step it is at in the job's
 c10d store, so that a rank that joined and then hung is named with it. Bounded by the timeout.
 
@@ -155,20 +156,67 @@ class _Steps:
         return found
 
 
-def _all_summaries(dist: Any, mine: Dict[str, Any], world: int, me: int) -> List[Dict[str, Any]]:
-    """Every rank's summary, with the installed distributions sent once per distinct list: the summaries
-    without them first (about 2 KB a rank), then each list by the lowest rank that has it. A job whose ranks
-    share one environment moves one list, not one a rank."""
-    light = {k: v for k, v in mine.items() if k != "packages"}
-    ranks: List[Any] = [None] * world
-    dist.all_gather_object(ranks, light)
-    first: Dict[str, int] = {}
-    for r, summary in enumerate(ranks):
-        first.setdefault(str(summary.get("packages_digest")), r)
-    lists: List[Any] = [None] * world
-    dist.all_gather_object(lists, mine.get("packages") if first.get(str(mine.get("packages_digest"))) == me else None)
-    by_digest = {str(ranks[r].get("packages_digest")): lists[r] for r in range(world) if lists[r] is not None}
-    return [dict(summary, packages=by_digest.get(str(summary.get("packages_digest"))) or []) for summary in ranks]
+def _nodes(torch: Any, dist: Any, mine: Dict[str, Any], world: int) -> List[List[int]]:
+    """The job's nodes, each as its ranks in order, the node of rank 0 first: one int64 a rank all-gathered
+    (a digest of the host and the launcher's node number: two torchrun "nodes" may share a host)."""
+    key = "%s|%s" % (mine.get("host"), mine.get("node"))
+    parts = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(parts, torch.tensor([int(hashlib.sha256(key.encode()).hexdigest()[:15], 16)], dtype=torch.int64))
+    nodes: Dict[int, List[int]] = {}
+    for r, part in enumerate(parts):
+        nodes.setdefault(int(part.item()), []).append(r)
+    return list(nodes.values())
+
+
+def _gather(dist: Any, obj: Any, members: List[int], me: int, group: Any) -> Optional[List[Any]]:
+    """`obj` of every rank in `members`, as a list at members[0] (None on the others)."""
+    if len(members) == 1:
+        return [obj]
+    out: Optional[List[Any]] = [None] * len(members) if me == members[0] else None
+    dist.gather_object(obj, out, dst=members[0], group=group)
+    return out
+
+
+def _compact(summaries: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One node's summaries with what they share said once: most of a summary (versions, variables, the
+    checks' outcomes) is the same on every rank of a node."""
+    first = summaries[0]
+    common = {k: v for k, v in first.items() if all(k in s and s[k] == v for s in summaries[1:])}
+    return {"common": common, "own": [{k: v for k, v in s.items() if k not in common} for s in summaries]}
+
+
+def _all_summaries(torch: Any, dist: Any, mine: Dict[str, Any], world: int, me: int) -> Dict[str, Any]:
+    """Every rank's summary on every rank, in two levels so that rank 0 does not receive one message a rank:
+    each node's lowest rank gathers its node's summaries (what they share said once), the node leaders send
+    their node to rank 0, and rank 0 broadcasts the job's whole. A list of installed distributions crosses
+    only where it differs from rank 0's (a job whose ranks share one environment moves none), once a node.
+    All collectives on gloo; every rank creates the same groups in the same order, as torch requires."""
+    nodes = _nodes(torch, dist, mine, world)
+    leaders = [members[0] for members in nodes]
+    groups = [dist.new_group(members) if 1 < len(members) < world else None for members in nodes]
+    leaders_group = dist.new_group(leaders) if 1 < len(leaders) < world else None
+    reference = [mine.get("packages_digest")]
+    dist.broadcast_object_list(reference, src=0)
+    up = {k: v for k, v in mine.items() if k != "packages" or mine.get("packages_digest") != reference[0]}
+    node = next(i for i, members in enumerate(nodes) if me in members)
+    from_node = _gather(dist, up, nodes[node], me, groups[node])
+    bundle = None
+    if from_node is not None:  # a node leader
+        lists = {s["packages_digest"]: s.pop("packages") for s in from_node if "packages" in s}
+        bundle = dict(_compact(from_node), lists=lists)
+    job: List[Any] = [None]
+    if bundle is not None:
+        from_leaders = _gather(dist, bundle, leaders, me, leaders_group)
+        if from_leaders is not None:  # rank 0
+            lists = {mine.get("packages_digest"): mine.get("packages") or []}
+            for b in from_leaders:
+                lists.update(b.pop("lists"))
+            job[0] = {"nodes": from_leaders, "lists": lists, "leaders": leaders}
+    dist.broadcast_object_list(job, src=0)
+    whole = job[0]
+    ranks = [dict(b["common"], **own) for b in whole["nodes"] for own in b["own"]]
+    ranks = [dict(s, packages=whole["lists"].get(s.get("packages_digest")) or []) for s in sorted(ranks, key=lambda s: s.get("rank", 0))]
+    return {"ranks": ranks, "exchange": {"nodes": len(nodes), "leaders": whole["leaders"]}}
 
 
 def exchange(torch: Any, mine: Dict[str, Any], timeout: float) -> Dict[str, Any]:
@@ -208,7 +256,10 @@ def exchange(torch: Any, mine: Dict[str, Any], timeout: float) -> Dict[str, Any]
         steps.at("the timed compute")
         mine["compute_s"] = compute(torch, "cuda:%d" % local if mine.get("gpu") else "cpu")
         steps.at("the exchange of reports")
-        return {"ranks": _all_summaries(dist, mine, world, me)}
+        started = time.perf_counter()
+        answer = _all_summaries(torch, dist, mine, world, me)
+        answer["exchange"]["seconds"] = round(time.perf_counter() - started, 3)
+        return answer
     except BaseException as exc:  # a failed exchange is the report's finding
         text = str(exc).strip()
         return {"error": "%s: %s" % (type(exc).__name__, text.splitlines()[0] if text else ""), "mine": mine, "steps": steps.of_all()}

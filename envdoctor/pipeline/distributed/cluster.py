@@ -126,22 +126,55 @@ def _variables(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     return found
 
 
+# Interfaces NCCL leaves alone unless told (NCCL's documentation, NCCL_SOCKET_IFNAME: "by default NCCL excludes
+# lo and docker* interfaces"; https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
+NCCL_SKIPPED_INTERFACES = ("lo", "docker")
+
+
+def _ifname_matches(value: str, interface: str) -> bool:
+    """NCCL_SOCKET_IFNAME's syntax: a comma-separated list of prefixes, exact names after "=", "^" to exclude."""
+    exclude = value.startswith("^")
+    wanted = [w for w in value.lstrip("^").split(",") if w]
+    hit = any(interface == w[1:] if w.startswith("=") else interface.startswith(w) for w in wanted)
+    return not hit if exclude else hit
+
+
+def _interface_everywhere(summaries: Sequence[Dict[str, Any]]) -> Optional[str]:
+    """An interface up on every rank's machine that NCCL would use, as NCCL_SOCKET_IFNAME says it: the bare
+    name where it is no other interface's prefix, else "=name"."""
+    seen = [s["interfaces_up"] for s in summaries if s.get("interfaces_up") is not None]
+    if not seen or len(seen) < len(summaries):
+        return None
+    common = [i for i in seen[0] if all(i in up for up in seen[1:]) and not i.startswith(NCCL_SKIPPED_INTERFACES)]
+    if not common:
+        return None
+    name = common[0]
+    shadowed = any(i != name and i.startswith(name) for up in seen for i in up)
+    return "=" + name if shadowed else name
+
+
 def _socket_ifname(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
-    found = []
+    """NCCL_SOCKET_IFNAME that matches no interface up on a rank's machine: one finding a value, naming the
+    ranks; the step sets one that is up on every node, where there is one."""
+    stranded: Dict[str, List[Dict[str, Any]]] = {}
     for s in summaries:
         value = (s.get("variables") or {}).get("NCCL_SOCKET_IFNAME")
         up = s.get("interfaces_up")
-        if not value or up is None or value.startswith("^"):
-            continue  # "^lo,docker" excludes: any other interface will do
-        wanted = [w.lstrip("=") for w in value.split(",") if w]
-        exact = value.startswith("=")
-        if not any((i == w if exact else i.startswith(w)) for w in wanted for i in up):
-            found.append(Finding(ID, "socket-ifname", Severity.ERROR,
-                                 "NCCL_SOCKET_IFNAME=%s names no interface that is up on %s" % (value, _where([s])),
-                                 ("interfaces up there: %s" % (", ".join(up) or "none"),),
-                                 (Remedy("Set NCCL_SOCKET_IFNAME to an interface up on every node (or unset it)", kind="manual",
-                                         id="socket-ifname"),), {"host": s.get("host"), "value": value}))
-    return found
+        if value and up is not None and not any(_ifname_matches(value, i) for i in up):
+            stranded.setdefault(value, []).append(s)
+    if not stranded:
+        return []
+    everywhere = _interface_everywhere(summaries)
+    remedies: Tuple[Remedy, ...] = ()
+    if everywhere:
+        remedies += (env_remedy("Set NCCL_SOCKET_IFNAME to %s, up on every node" % everywhere.lstrip("="), "socket-ifname-common",
+                                {"NCCL_SOCKET_IFNAME": everywhere}),)
+    remedies += (env_remedy("Unset NCCL_SOCKET_IFNAME: NCCL then picks an interface itself", "socket-ifname-unset",
+                            unset_env=["NCCL_SOCKET_IFNAME"]),)
+    return [Finding(ID, "socket-ifname", Severity.ERROR, "NCCL_SOCKET_IFNAME=%s names no interface that is up on %s" % (value, _where(ranks)),
+                    tuple("%s: interfaces up: %s" % (_where([s]), ", ".join(s["interfaces_up"]) or "none") for s in ranks[:12]),
+                    remedies, {"hosts": sorted({str(s.get("host")) for s in ranks}), "value": value})
+            for value, ranks in sorted(stranded.items())]
 
 
 def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -151,8 +184,9 @@ def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
         without = [s for s in summaries if not s.get("infiniband")]
         found.append(Finding(ID, "infiniband-some", Severity.WARNING, "InfiniBand on %s only, not on %s" % (_where(with_ib), _where(without)),
                              tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ()) or "no InfiniBand") for s in summaries),
-                             (Remedy("NCCL picks one transport for the job: give every node InfiniBand, or set NCCL_IB_DISABLE=1 "
-                                     "everywhere", kind="manual", id="ib-everywhere"),), {}))
+                             (env_remedy("NCCL picks one transport for the job: set NCCL_IB_DISABLE=1 on every node (TCP sockets "
+                                         "everywhere)", "ib-disable", {"NCCL_IB_DISABLE": "1"}),
+                              Remedy("Or give every node InfiniBand", kind="manual", id="ib-everywhere")), {}))
     disabled = [s for s in summaries if s.get("infiniband") and (s.get("variables") or {}).get("NCCL_IB_DISABLE") == "1"]
     if disabled:
         found.append(Finding(ID, "ib-disabled", Severity.WARNING,
@@ -275,7 +309,7 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
     bandwidth = _bandwidth(summaries)
     if bandwidth:
         summary += "; all_reduce bus bandwidth " + ", ".join("%s %.2f GB/s" % (b, v["busbw_gbs"]) for b, v in bandwidth.items())
-    facts = {"world_size": world_size, "same": same, "bandwidth": bandwidth,
+    facts = {"world_size": world_size, "same": same, "bandwidth": bandwidth, "exchange": gathered.exchange,
              "ranks": [{k: v for k, v in s.items() if k != "packages"} for s in summaries]}
     return CheckResult(ID, TITLE, status_from_findings(findings), facts, findings, summary,
                        round(time.monotonic() - started, 3) if started is not None else None)
