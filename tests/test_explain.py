@@ -34,13 +34,15 @@ def top(text: str) -> str:
 
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
-# right), then 264 gathered for issue 25 and 55 more for its weakest families, each batch split by a hash of their
-# address: dev-2 / dev-3 (signatures written against them) and holdout-2 / holdout-3 (never read while writing
-# signatures: the figure a user meets).
+# right), then 264 gathered for issue 25, 125 more for its weakest families, and 59 for the distributed family
+# and adapters on quantized bases, each batch split by a hash of their address: dev-2 / dev-3 / dev-4 (signatures
+# written against them) and holdout-2 / holdout-3 / holdout-4 (never read while writing signatures: the figure a
+# user meets).
 FIRST = [c for c in CASES if c.header.get("set") in (None, "holdout")]
-DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3")]
+DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3", "dev-4")]
 HOLDOUT_2 = [c for c in CASES if c.header.get("set") == "holdout-2"]
 HOLDOUT_3 = [c for c in CASES if c.header.get("set") == "holdout-3"]
+HOLDOUT_4 = [c for c in CASES if c.header.get("set") == "holdout-4"]
 
 
 def right(case: Case) -> bool:
@@ -51,7 +53,7 @@ def right(case: Case) -> bool:
 
 def test_the_corpus_is_what_the_issue_asks_for() -> None:
     known = {c.id for c in CHECKS} | {"none"}
-    assert len(CASES) >= 300 and len(FIRST) + len(DEV) + len(HOLDOUT_2) + len(HOLDOUT_3) == len(CASES)
+    assert len(CASES) >= 300 and len(FIRST) + len(DEV) + len(HOLDOUT_2) + len(HOLDOUT_3) + len(HOLDOUT_4) == len(CASES)
     assert sorted(c.header["seed"] for c in CASES if c.seed) == ["000", "001", "002", "003", "004"]
     assert sum(1 for c in CASES if c.expect == "none") >= 0.15 * len(CASES)  # confusable negatives
     for case in CASES:
@@ -61,7 +63,7 @@ def test_the_corpus_is_what_the_issue_asks_for() -> None:
     assert len({c.header["source"] for c in CASES}) == len(CASES)  # one case per thread
     assert {c.expect for c in CASES} == known  # every check id, and negatives
     assert {c.header.get("os") for c in DEV + HOLDOUT_2} == {"linux", "windows", "macos", "unknown"}
-    assert len(HOLDOUT_2 + HOLDOUT_3) >= 0.3 * len(DEV + HOLDOUT_2 + HOLDOUT_3)
+    assert len(HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4) >= 0.3 * len(DEV + HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4)
 
 
 def _score(name: str, cases: List[Case]) -> float:
@@ -73,10 +75,12 @@ def _score(name: str, cases: List[Case]) -> float:
 def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print("\ntraceback corpus (tests/data/tracebacks/README.md):")
-        first, dev = _score("first 104", FIRST), _score("dev-2 + dev-3", DEV)
+        first, dev = _score("first 104", FIRST), _score("dev-2 + dev-3 + dev-4", DEV)
         held = _score("holdout-2 (never read for a signature)", HOLDOUT_2)
         _score("holdout-3 (never read for a signature)", HOLDOUT_3)
-        held_all = _score("held out, both", HOLDOUT_2 + HOLDOUT_3)
+        _score("holdout-4 (never read for a signature)", HOLDOUT_4)
+        held_23 = _score("holdout-2 + holdout-3", HOLDOUT_2 + HOLDOUT_3)
+        held_all = _score("held out, all three", HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4)
         _score("all", CASES)
         for case in FIRST + DEV:  # the held-out misses are not printed: reading them is writing against them
             if not right(case):
@@ -84,7 +88,8 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert first == 1.0
     assert dev >= 0.90
     assert held >= 0.90  # measured 90.7% (issue 25 aims at 90%)
-    assert held_all >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
+    assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
+    assert held_all >= 0.78  # measured 78.5%: holdout-4 adds the distributed family and adapters on quantized bases
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
