@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import Any, Iterator, List, Optional
 
@@ -127,6 +128,9 @@ def fix(
                                                 "base-bf16, fp32, upgrade-torch); repeatable."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="As in `check`."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan and the outcome as JSON."),
+    distributed: bool = typer.Option(False, "--distributed", help="One of a job's ranks (under torchrun or Slurm): the job's own "
+                                     "steps (NCCL variables), applied by rank 0 and verified by the collectives on every rank."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="With --distributed: the ranks other than 0 print too."),
 ) -> int:
     """Plan the fixes for check's findings; with --yes apply them, verify them by re-probing, and journal them for undo.
 
@@ -143,19 +147,32 @@ def fix(
         raise CliError("--config and --no-config cannot be combined")
     request = flows.CheckRequest(python=python, only=_split(only), timeout_s=timeout, configs=list(config or ()), default_config=not no_config)
 
+    quiet = False  # fix --distributed: a rank other than 0 (its plan is rank 0's; only --yes applies under a launcher)
+
     def on_plan(plan: Any) -> bool:
         """The plan shown (the terminal's text), then: apply it? --yes, or the answer on a terminal."""
+        if quiet:
+            return yes
         if not as_json:
             print("\n".join(plan_lines(plan.to_dict())))
-        applying = yes or _confirmed(as_json)
+        applying = yes or (not distributed and _confirmed(as_json))
         if not applying and not as_json:
             print("Nothing changed. Apply with `envdoctor fix --yes`; every step is journaled for `envdoctor undo`.")
         return applying
 
     try:
         with _bad_input():
-            done = flows.fix(request, prefer=_split(prefer), on_plan=on_plan, progress=_progress(not as_json),
-                             say=None if as_json else _say)
+            if distributed:
+                from envdoctor.pipeline.distributed.ranks import read_rank_env
+
+                quiet = read_rank_env(dict(os.environ), "fix").rank != 0 and not verbose
+                done, _ = flows.fix_distributed(request, prefer=_split(prefer), on_plan=on_plan,
+                                                   progress=_progress(not as_json), say=None if as_json or quiet else _say)
+                if quiet:
+                    return done.exit_code
+            else:
+                done = flows.fix(request, prefer=_split(prefer), on_plan=on_plan, progress=_progress(not as_json),
+                                 say=None if as_json else _say)
     except JournalError as exc:
         raise CliError("cannot write the journal, so nothing was changed: %s" % exc) from None
     except FixError as exc:  # another run holds the target: nothing was changed

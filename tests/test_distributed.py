@@ -11,6 +11,7 @@ import random
 import socket
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -24,6 +25,7 @@ from envdoctor.pipeline.distributed.ranks import read_rank_env
 from envdoctor.target.model import Severity, Status
 
 CHECK = ("check", "--distributed", "--json", "--no-config", "--only", "fp8")
+FIX = ("fix", "--distributed", "--json", "--no-config", "--only", "fp8")
 
 
 def free_port() -> int:
@@ -104,6 +106,9 @@ def test_without_a_launcher_the_command_says_so_in_one_line() -> None:
     assert proc.stderr.strip().splitlines() == [
         "envdoctor: error: check --distributed found no rank (RANK and WORLD_SIZE, or Slurm's SLURM_PROCID): run it under torchrun "
         "(torchrun --nproc-per-node N -m envdoctor check --distributed) or a launcher that sets them"]
+    proc = run_envdoctor(*FIX, env=env)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.strip().startswith("envdoctor: error: fix --distributed found no rank (RANK and WORLD_SIZE")
 
 
 # ---- real ranks on this CPU
@@ -178,11 +183,12 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
     assert job["summary"].startswith("1 of 2 ranks")
 
 
-# Installed through PYTHONPATH in one rank: once that rank has joined the ranks' group (init_process_group, which no
-# probe calls), every matmul hangs, as a GPU that stops answering would: it joins, then never reaches the exchange.
-HANG_IN_COMPUTE = """
-import importlib.util, sys, time
-class _Hang:
+def after_torch_distributed_imports(patch: str) -> str:
+    """A sitecustomize (installed through PYTHONPATH in one rank) that runs `patch` right after torch.distributed
+    is imported in that process, with the module as `module`: how one rank gets a fault the others have not."""
+    hook = """
+import importlib.util, os, sys, time
+class _Patch:
     def find_spec(self, name, path=None, target=None):
         if name != "torch.distributed":
             return None
@@ -191,20 +197,28 @@ class _Hang:
         run = spec.loader.exec_module
         def exec_module(module):
             run(module)
-            init = module.init_process_group
-            def init_then_hang(*args, **kwargs):
-                joined = init(*args, **kwargs)
-                import torch
-                def hang(*args, **kwargs):
-                    while True:
-                        time.sleep(60)
-                torch.Tensor.__matmul__ = hang
-                return joined
-            module.init_process_group = init_then_hang
+%s
         spec.loader.exec_module = exec_module
         return spec
-sys.meta_path.insert(0, _Hang())
+sys.meta_path.insert(0, _Patch())
 """
+    return hook % textwrap.indent(textwrap.dedent(patch).strip("\n"), " " * 12)
+
+
+# Once that rank has joined the ranks' group (init_process_group, which no probe calls), every matmul hangs, as a GPU
+# that stops answering would: it joins, then never reaches the exchange.
+HANG_IN_COMPUTE = after_torch_distributed_imports("""
+    init = module.init_process_group
+    def init_then_hang(*args, **kwargs):
+        joined = init(*args, **kwargs)
+        import torch
+        def hang(*args, **kwargs):
+            while True:
+                time.sleep(60)
+        torch.Tensor.__matmul__ = hang
+        return joined
+    module.init_process_group = init_then_hang
+""")
 
 
 def test_a_rank_that_joins_and_then_hangs_is_named_with_the_step_it_stopped_at(tmp_path: Path) -> None:
@@ -230,6 +244,51 @@ def test_a_rank_whose_torch_cannot_talk_to_the_others_is_a_finding_not_a_hang(ol
     assert findings[0] in ("ranks-missing", "ranks-differ")
     if findings[0] == "ranks-missing":  # the rank that could not join names itself and its torch in its own output
         assert "envdoctor: rank 1 on %s (torch 2.0.1" % socket.gethostname() in rank1.stderr, rank1.stderr[-2000:]
+
+
+# NCCL's peer-to-peer failure on consumer GPUs (wrong data through a collective until NCCL_P2P_DISABLE=1), which
+# needs GPUs this machine has not: every float16 all_reduce on that rank comes back off by one unless the variable
+# is set in its process, the way NCCL reads it.
+WRONG_DATA_UNTIL_P2P_DISABLED = after_torch_distributed_imports("""
+    reduce = module.all_reduce
+    def all_reduce(tensor, *args, **kwargs):
+        done = reduce(tensor, *args, **kwargs)
+        if os.environ.get("NCCL_P2P_DISABLE") != "1" and str(tensor.dtype) == "torch.float16":
+            tensor.add_(1)
+        return done
+    module.all_reduce = all_reduce
+""")
+
+
+
+def test_fix_distributed_sets_the_nccl_variable_verifies_it_by_the_collectives_on_every_rank_and_undo_takes_it_back(
+        tmp_path: Path) -> None:
+    """Wrong data through a collective on rank 1: without --yes, rank 0 prints the plan (the env step
+    NCCL_P2P_DISABLE=1) and nothing changes; with --yes rank 0 writes it, every rank runs the collectives
+    again with it set, the wrong data is gone: verified, every rank exits 0. `undo` takes it back."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(WRONG_DATA_UNTIL_P2P_DISABLED)
+    state = tmp_path / "state"
+    ranks = [{"ENVDOCTOR_STATE_DIR": str(state)}, {"ENVDOCTOR_STATE_DIR": str(state), "PYTHONPATH": str(site)}]
+
+    rank0, rank1 = launch(ranks, *FIX)
+    assert (rank0.returncode, rank1.returncode) == (1, 1), rank0.stderr[-2000:] + rank1.stderr[-2000:]
+    assert rank1.stdout == ""
+    planned = json.loads(rank0.stdout)
+    assert [(s["kind"], s["remedy"]["id"]) for s in planned["plan"]["steps"]] == [("env", "nccl-p2p-disable")]
+    assert planned["outcome"] is None and not (state / "env.sh").exists()
+
+    rank0, rank1 = launch(ranks, *FIX, "--yes")
+    assert (rank0.returncode, rank1.returncode) == (0, 0), rank0.stdout[-3000:] + rank0.stderr[-2000:] + rank1.stderr[-2000:]
+    outcome = json.loads(rank0.stdout)["outcome"]
+    assert outcome["status"] == "verified", outcome
+    assert outcome["verified"] == [{"step": 1, "fixed": True, "evidence": outcome["verified"][0]["evidence"]}]
+    assert "export NCCL_P2P_DISABLE=1" in (state / "env.sh").read_text()
+
+    undone = run_envdoctor("undo", env={"ENVDOCTOR_STATE_DIR": str(state)})
+    assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert not (state / "env.sh").exists()
 
 
 # ---- the cluster rules on what GPU nodes send (no GPU here)
@@ -356,3 +415,35 @@ def test_a_nodes_summaries_go_up_with_what_they_share_said_once() -> None:
     packed = _compact(summaries)
     assert packed["common"] == {"torch": "2.13.0"}
     assert [dict(packed["common"], **own) for own in packed["own"]] == summaries
+
+
+# ---- one machine's own share, before the ranks start: the `distributed` check
+
+
+def test_one_machines_share_is_judged_by_the_jobs_own_rules_naming_the_host() -> None:
+    from envdoctor.checks.distributed.rules import diagnose, summarize
+
+    from envdoctor.target.model import Target
+
+    facts = {"host": "node-a", "interfaces_up": ["lo", "eth0"], "infiniband": [], "shm_bytes": 64 * 2**20,
+             "variables": {"NCCL_SOCKET_IFNAME": "ib0"}, "gpus": 8, "nccl": "2.27.5"}
+    found = {f.code: f for f in diagnose(facts, Target(python=sys.executable))}
+    assert found["socket-ifname"].title == "NCCL_SOCKET_IFNAME=ib0 names no interface that is up on node-a"
+    assert found["socket-ifname"].remedies[0].action == {"set_env": {"NCCL_SOCKET_IFNAME": "eth0"}}
+    assert found["shm-small"].title == "/dev/shm is 64 MiB on node-a: too small for NCCL's shared memory"
+    assert "shm-small" not in {f.code for f in diagnose(dict(facts, gpus=1), Target(python=sys.executable))}  # one GPU: no NCCL shm
+    assert summarize(facts).startswith("8 GPUs, NCCL 2.27.5; interfaces up: eth0; InfiniBand: none; /dev/shm 64 MiB")
+
+
+def test_the_distributed_check_on_this_machine_reads_its_interfaces_and_shm_and_a_wrong_ifname_is_an_error() -> None:
+    proc = run_envdoctor("check", "--json", "--no-config", "--only", "distributed")
+    assert proc.returncode == 0, proc.stderr
+    [result] = json.loads(proc.stdout)["checks"]
+    assert result["id"] == "distributed" and result["status"] == "ok"
+    assert "lo" in result["facts"]["interfaces_up"] and result["facts"]["shm_bytes"] > 0
+    assert result["summary"].startswith("no GPU: NCCL unused here; interfaces up: ")
+    wrong = run_envdoctor("check", "--json", "--no-config", "--only", "distributed", env={"NCCL_SOCKET_IFNAME": "envdoctor-nowhere0"})
+    assert wrong.returncode == 1, wrong.stderr
+    [result] = json.loads(wrong.stdout)["checks"]
+    [finding] = result["findings"]
+    assert finding["code"] == "socket-ifname" and finding["title"].startswith("NCCL_SOCKET_IFNAME=envdoctor-nowhere0 names no interface")

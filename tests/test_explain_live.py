@@ -74,6 +74,35 @@ def test_torch_not_compiled_with_cuda_is_read_both_ways_and_the_probe_decides() 
     assert any(r["id"] == "device-here" for r in first["remedies"])
 
 
+# The message torch's c10d store raises when a rank cannot reach MASTER_ADDR:MASTER_PORT (torch/csrc/distributed/c10d/
+# TCPStore.cpp), and NCCL's shared-memory failure as torch 2.4 reports it
+RENDEZVOUS = """[rank1]: Traceback (most recent call last):
+[rank1]:   File "/home/me/train.py", line 9, in <module>
+[rank1]:     dist.init_process_group("nccl")
+[rank1]: torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500).
+"""
+SHM = "\n".join([
+    "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled "
+    "system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+    "Last error:",
+    "Error while creating shared memory segment /dev/shm/nccl-eQz2sT (size 5767520)", ""])
+
+
+def test_a_cause_between_the_ranks_is_named_and_explain_says_one_process_cannot_reproduce_it() -> None:
+    """The distributed family: a rendezvous timeout is `distributed`'s, and no single process can say it is not
+    here (the verdict is unknown, with how to confirm it: check --distributed under the launcher); NCCL's
+    shared memory is this machine's own share, which the probe here judges (no GPU: not reproduced)."""
+    (first, *_) = explain_json("-", text=RENDEZVOUS)["diagnoses"]
+    assert (first["check"], first["code"], first["confirmed"]) == ("distributed", "ranks-missing", None)
+    assert first["confirmation"].startswith("one process cannot reproduce it: it lies between the job's ranks")
+    assert any(r["id"] == "check-distributed" for r in first["remedies"])
+    (shm, *_) = explain_json("-", text=SHM)["diagnoses"]
+    assert (shm["check"], shm["code"]) == ("distributed", "shm-small")
+    assert shm["confirmed"] is False and "/dev/shm" in shm["confirmation"]
+    assert [r["id"] for r in shm["remedies"]][:2] == ["shm-size", "nccl-shm-disable"]
+
+
 def test_seed_004_is_not_reproduced_by_torch_2_13_and_says_so() -> None:
     proc = run_envdoctor("explain", str(SEED_004))
     assert proc.returncode == 0, proc.stderr

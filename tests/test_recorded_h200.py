@@ -39,7 +39,8 @@ def test_the_whole_stack_is_healthy_on_a_hopper_gpu() -> None:
     checks = checks_of("h200-torch-2.11.0-cu130.json")
     errors = [(i, f["code"]) for i, c in checks.items() for f in c["findings"] if f["severity"] in ("error", "warning")]
     assert errors == []
-    assert set(checks) == set(CHECKS)  # every check ran, none skipped
+    # every check ran, none skipped; `distributed` came after the recording (no GPU machine since to record it on)
+    assert set(checks) == set(CHECKS) - {"distributed"}
     assert all(c["status"] == "ok" for c in checks.values())
 
 

@@ -50,6 +50,14 @@ SIGNATURES = (
     # A LoRA loaded into a base that optimum-quanto quantized (qfloat8, qint8): quanto's modules read their packed
     # weight as `<name>._data` / `._scale` from the state dict, which an adapter's keys do not have
     # (github.com/huggingface/diffusers/issues/9514: LoRA into a quanto-quantized Flux "is not yet supported"; 9270)
+    # peft before 0.7 refused to merge any adapter into a bitsandbytes-quantized base: "Cannot merge LORA layers when the
+    # model is loaded in 8-bit mode" (its check covered 4-bit too; github.com/artidoro/qlora/issues/29)
+    Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is loaded in (8|4)-bit mode",
+              cause="peft cannot merge the adapter into a base loaded in 4/8-bit by bitsandbytes",
+              remedies=(Remedy("Merge into the base loaded unquantized (fp16/bf16: `from_pretrained(..., torch_dtype=torch.bfloat16)` "
+                               "without `load_in_4bit`/`load_in_8bit`), then quantize the merged model if needed; or keep the "
+                               "adapter separate", id="merge-unquantized"),
+                        Remedy("Or upgrade peft (0.7+ dequantizes 4/8-bit bases to merge)", id="peft-upgrade"))),
     Signature("adapter-on-quantized-base", r"KeyError: '[\w.]+\.(_data|_scale)'", frames=(r"optimum/quanto/",), frames_required=True,
               cause="the adapter was loaded into a base quantized by optimum-quanto, whose packed weights the LoRA loader "
                     "cannot address",

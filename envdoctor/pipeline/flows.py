@@ -58,33 +58,109 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
     cluster's findings (id `distributed`) added to the report, the same on every rank. Returns the
     report and this rank's number. Only rank 0 shows `progress`. No rank in the environment:
     UsageError before anything runs."""
-    import os
-    import socket
-    import time
+    job = _JobRound(request, progress, environ, keep=False)
+    job.pending.close()
+    return job.report, job.rank.rank
 
-    from envdoctor.pipeline.check.engine import PendingCheck
-    from envdoctor.pipeline.distributed.cluster import cluster_result
-    from envdoctor.pipeline.distributed.gather import gathered
-    from envdoctor.pipeline.distributed.ranks import read_rank_env
-    from envdoctor.pipeline.distributed.summary import rank_summary
 
-    rank = read_rank_env(dict(os.environ) if environ is None else environ)
-    # the worker joins the ranks' group with the standard variables (Slurm's mapped to them)
-    request = dataclasses.replace(request, environ=dict(request.environ, **rank.child_environ()))
-    if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
-        request = dataclasses.replace(request, probe_devices=["cpu", "cuda:%d" % rank.local_rank])
-    started = time.monotonic()
-    pending = PendingCheck(request)
+class _JobRound:
+    """One rank's check and the ranks' exchange, the cluster's findings added to its report. `keep`: the
+    worker and the ranks' group stay for `verify` (fix --distributed); the caller closes `pending`."""
+
+    def __init__(self, request: CheckRequest, progress: Progress, environ: Optional[Dict[str, str]], keep: bool) -> None:
+        import os
+        import socket
+        import time
+
+        from envdoctor.pipeline.check.engine import PendingCheck
+        from envdoctor.pipeline.distributed.cluster import cluster_result
+        from envdoctor.pipeline.distributed.gather import gathered
+        from envdoctor.pipeline.distributed.ranks import read_rank_env
+        from envdoctor.pipeline.distributed.summary import rank_summary
+
+        self.rank = rank = read_rank_env(dict(os.environ) if environ is None else environ)
+        # the worker joins the ranks' group with the standard variables (Slurm's mapped to them)
+        request = dataclasses.replace(request, environ=dict(request.environ, **rank.child_environ()))
+        if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
+            request = dataclasses.replace(request, probe_devices=["cpu", "cuda:%d" % rank.local_rank])
+        self.request, self.timeout_s = request, request.timeout_s or GATHER_TIMEOUT_S
+        started = time.monotonic()
+        self.pending = PendingCheck(request)
+        try:
+            with (progress if rank.rank == 0 else _no_progress)() as on_event:
+                self.report = self.pending.finish(on_event, keep=True)
+            self.mine = rank_summary(self.report, rank, socket.gethostname())
+            # in the check's own worker: the interpreter checked, torch already imported
+            answer = self.pending.exchange(self.mine, self.timeout_s, keep)
+        except BaseException:
+            self.pending.close()
+            raise
+        # the job's result takes the place of this machine's own `distributed` one (the same rules, every rank's facts)
+        job = cluster_result(gathered(answer, self.mine, rank), rank.world_size, started)
+        self.report.checks[:] = [c for c in self.report.checks if c.id != job.id] + [job]
+
+    def verify(self, variables: Optional[Dict[str, Optional[str]]]) -> Optional[Report]:
+        """The collective probe again on every rank, with the variables rank 0 applied (None: it applied
+        nothing, and neither rank verifies: None back); the report with the job's findings judged anew."""
+        import time
+
+        from envdoctor.pipeline.distributed.cluster import ID, cluster_result
+        from envdoctor.pipeline.distributed.gather import gathered
+        from envdoctor.pipeline.distributed.summary import with_variables
+
+        started = time.monotonic()
+        mine = with_variables(self.mine, variables or {})
+        answer = self.pending.exchange_again(variables, mine, self.timeout_s)
+        if answer.get("skipped"):
+            return None
+        job = cluster_result(gathered(answer, mine, self.rank), self.rank.world_size, started)
+        return dataclasses.replace(self.report, checks=[job if c.id == ID else c for c in self.report.checks])
+
+
+def fix_distributed(request: CheckRequest, prefer: Sequence[str] = (), on_plan: Callable[[Plan], bool] = lambda plan: False,
+                    progress: Progress = _no_progress, say: Optional[Say] = None,
+                    environ: Optional[Dict[str, str]] = None) -> Tuple[FixRun, int]:
+    """`fix --distributed`: every rank checks and exchanges as `check --distributed` does, and plans the job's
+    own steps (id `distributed`: the same plan on every rank, from the same findings). Rank 0 applies them
+    (journaled on its host, for `undo` there); then every rank runs the collective probe again with the
+    variables rank 0 set, and the job's findings judged anew verify the steps (rank 0 rolls back those not
+    fixed). Each rank's own findings are `envdoctor fix` on its node. Returns the run and this rank's number."""
+    from envdoctor.pipeline.distributed.cluster import ID
+    from envdoctor.pipeline.fix.apply import apply_plan, variables_of
+    from envdoctor.pipeline.fix.journal import Journal, state_dir
+    from envdoctor.pipeline.fix.lock import hold
+    from envdoctor.pipeline.fix.plan import make_plan
+    from envdoctor.pipeline.fix.verify import verdicts
+
+    job = _JobRound(request, progress, environ, keep=True)
+    rank = job.rank.rank
+    verified: List[Optional[Report]] = []
+
+    def verify(request: CheckRequest) -> Report:  # apply_plan's re-check: the collectives on every rank
+        changed = {k: request.environ[k] for k in variables_of(done.plan.applicable) if k in request.environ}  # the applied steps'
+        verified.append(job.verify(changed))
+        if verified[0] is None:
+            raise RuntimeError("the other ranks did not verify")
+        return verified[0]
+
     try:
-        with (progress if rank.rank == 0 else _no_progress)() as on_event:
-            report = pending.finish(on_event, keep=True)
-        mine = rank_summary(report, rank, socket.gethostname())
-        # in the check's own worker: the interpreter checked, torch already imported
-        answer = pending.exchange(mine, request.timeout_s or GATHER_TIMEOUT_S)
+        done = FixRun(job.report, make_plan(job.report, prefer=prefer, only=[ID]))
+        # the same plan on every rank, and --yes on every rank's command line
+        if done.plan.applicable and on_plan(done.plan):
+            if rank == 0:
+                try:
+                    with hold(state_dir(), job.report.target.python, "fix"):
+                        done.outcome = apply_plan(done.plan, job.request, Journal(state_dir()), say=say, recheck=verify)
+                finally:
+                    if not verified:  # nothing was applied (refused, failed): the others stop waiting for the variables
+                        job.verify(None)
+            else:
+                after = job.verify(variables_of(done.plan.applicable))  # rank 0's variables, whatever these are
+                if after is not None:  # what rank 0 verified, judged here the same way
+                    done.verified_by_rank0 = all(v.fixed for v in verdicts(done.plan, done.plan.applicable, after))
     finally:
-        pending.close()
-    report.checks.append(cluster_result(gathered(answer, mine, rank), rank.world_size, started))
-    return report, rank.rank
+        job.pending.close()
+    return done, rank
 
 
 # How long the ranks wait for each other without --timeout: a rank's own check runs first, and ranks
@@ -110,12 +186,15 @@ class FixRun:
     plan: Plan
     outcome: Optional[FixOutcome] = None
     notes: List[str] = field(default_factory=list)  # what a notebook kernel must do now (restart)
+    verified_by_rank0: Optional[bool] = None  # fix --distributed, on the other ranks: what rank 0's steps did
 
     @property
     def exit_code(self) -> int:
         """0: nothing to fix, or everything applied and verified; 1: findings left or a step failed."""
         if self.outcome is not None:
             return self.outcome.exit_code
+        if self.verified_by_rank0 is not None:
+            return 0 if self.verified_by_rank0 else 1
         return 0 if self.plan.empty else 1
 
     def to_dict(self) -> Dict[str, Any]:

@@ -219,11 +219,58 @@ def _all_summaries(torch: Any, dist: Any, mine: Dict[str, Any], world: int, me: 
     return {"ranks": ranks, "exchange": {"nodes": len(nodes), "leaders": whole["leaders"]}}
 
 
-def exchange(torch: Any, mine: Dict[str, Any], timeout: float) -> Dict[str, Any]:
-    """{"ranks": [every rank's summary]} or {"error", "mine", "steps"}; never raises."""
+def _collectives_on_every_backend(torch: Any, dist: Any, mine: Dict[str, Any], steps: _Steps, timeout: float) -> None:
+    """The collective probe on gloo (a group of its own: the default one carries the exchange), then on NCCL
+    where this rank has a GPU, in a group of its own too, so that a broken NCCL cannot take the report with
+    it. A new group reads the NCCL_* variables as they are now: fix's verification relies on it."""
+    world, me = steps.world, steps.me
+    span = datetime.timedelta(seconds=timeout)
+    steps.at("collectives on gloo")
+    mine["collectives"] = collectives(torch, dist, dist.new_group(backend="gloo", timeout=span), "cpu", world, me)
+    gpu = mine.get("gpu")
+    if gpu and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
+        try:
+            steps.at("collectives on nccl")
+            torch.cuda.set_device(gpu["index"])
+            nccl = dist.new_group(backend="nccl", timeout=span)
+            mine["collectives"] += collectives(torch, dist, nccl, "cuda:%d" % gpu["index"], world, me)
+        except Exception as exc:
+            mine["collectives"].append({"backend": "nccl", "op": "group", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+
+
+def _gathered(torch: Any, dist: Any, mine: Dict[str, Any], steps: _Steps) -> Dict[str, Any]:
+    steps.at("the exchange of reports")
+    started = time.perf_counter()
+    answer = _all_summaries(torch, dist, mine, steps.world, steps.me)
+    answer["exchange"]["seconds"] = round(time.perf_counter() - started, 3)
+    return answer
+
+
+def _failed(exc: BaseException, mine: Dict[str, Any], steps: _Steps) -> Dict[str, Any]:
+    text = str(exc).strip()
+    return {"error": "%s: %s" % (type(exc).__name__, text.splitlines()[0] if text else ""), "mine": mine, "steps": steps.of_all()}
+
+
+def _end(dist: Any) -> None:
+    if dist is not None:
+        try:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        except Exception:
+            pass
+
+
+# What exchange(keep=True) leaves for `again`: the group's module, this rank's summary, its steps.
+_KEPT: Dict[str, Any] = {}
+
+
+def exchange(torch: Any, mine: Dict[str, Any], timeout: float, keep: bool = False) -> Dict[str, Any]:
+    """{"ranks": [every rank's summary]} or {"error", "mine", "steps"}; never raises. `keep`: the process
+    group stays, for fix's verification (`again`), when the exchange succeeded."""
     mine = dict(mine, **machine())
     steps = _Steps(mine)
     dist: Any = None
+    answer: Dict[str, Any] = {}
     try:
         names = packages()
         mine["packages"] = names
@@ -242,31 +289,43 @@ def exchange(torch: Any, mine: Dict[str, Any], timeout: float) -> Dict[str, Any]
                 pass
         dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
         steps.joined(dist)
-        world, me = steps.world, steps.me
-        steps.at("collectives on gloo")
-        mine["collectives"] = collectives(torch, dist, None, "cpu", world, me)
-        if mine.get("gpu") and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
-            try:
-                steps.at("collectives on nccl")
-                torch.cuda.set_device(local)
-                nccl = dist.new_group(backend="nccl", timeout=datetime.timedelta(seconds=timeout))
-                mine["collectives"] += collectives(torch, dist, nccl, "cuda:%d" % local, world, me)
-            except Exception as exc:
-                mine["collectives"].append({"backend": "nccl", "op": "group", "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+        _collectives_on_every_backend(torch, dist, mine, steps, timeout)
         steps.at("the timed compute")
         mine["compute_s"] = compute(torch, "cuda:%d" % local if mine.get("gpu") else "cpu")
-        steps.at("the exchange of reports")
-        started = time.perf_counter()
-        answer = _all_summaries(torch, dist, mine, world, me)
-        answer["exchange"]["seconds"] = round(time.perf_counter() - started, 3)
+        answer = _gathered(torch, dist, mine, steps)
         return answer
     except BaseException as exc:  # a failed exchange is the report's finding
-        text = str(exc).strip()
-        return {"error": "%s: %s" % (type(exc).__name__, text.splitlines()[0] if text else ""), "mine": mine, "steps": steps.of_all()}
+        return _failed(exc, mine, steps)
     finally:
-        if dist is not None:
-            try:
-                if dist.is_initialized():
-                    dist.destroy_process_group()
-            except Exception:
-                pass
+        if keep and "ranks" in answer:
+            _KEPT.update(dist=dist, mine=mine, steps=steps, timeout=timeout)
+        else:
+            _end(dist)
+
+
+def again(torch: Any, variables: Optional[Dict[str, Optional[str]]], mine: Dict[str, Any]) -> Dict[str, Any]:
+    """fix --distributed's verification, in the group exchange(keep=True) left: rank 0 says which variables
+    its fix set (None: it applied nothing, and every rank stops here); every rank sets them, runs the
+    collective probe again in new groups, and the summaries are gathered again as the exchange gathers
+    them, each with `mine`'s variables (this rank's, as the fix leaves them). Ends the group; never raises."""
+    if "dist" not in _KEPT:
+        return {"error": "RuntimeError: the ranks' group is gone: nothing to verify with", "mine": mine}
+    dist, kept, steps, timeout = _KEPT.pop("dist"), _KEPT.pop("mine"), _KEPT.pop("steps"), _KEPT.pop("timeout")
+    steps.mine = summary = dict(kept, variables=mine.get("variables", kept.get("variables")))
+    try:
+        steps.at("the fix's variables from rank 0")
+        agreed: List[Any] = [variables]
+        dist.broadcast_object_list(agreed, src=0)
+        if agreed[0] is None:
+            return {"skipped": True}
+        for name, value in agreed[0].items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        _collectives_on_every_backend(torch, dist, summary, steps, timeout)
+        return _gathered(torch, dist, summary, steps)
+    except BaseException as exc:
+        return _failed(exc, summary, steps)
+    finally:
+        _end(dist)

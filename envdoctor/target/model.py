@@ -114,7 +114,9 @@ class Signature:
     follows (a device-side assert before a cuBLAS failure, a plain C symbol that no torch
     build ever exported). `confirmed_by` names live findings ("check-id:code") that confirm
     this reading of the message when another check's probe is the one that can tell (no CUDA
-    device here confirms "not compiled with CUDA" read as a machine without CUDA).
+    device here confirms "not compiled with CUDA" read as a machine without CUDA). `across_ranks`:
+    the cause lies between a job's processes (a rank that never came, another NCCL on one node), so
+    a probe in one process cannot say it is not here; explain says how to confirm it instead.
     """
 
     code: str
@@ -128,6 +130,7 @@ class Signature:
     remedies: Tuple[Remedy, ...] = ()
     unless: Tuple[str, ...] = ()
     confirmed_by: Tuple[str, ...] = ()
+    across_ranks: bool = False  # a cause between a job's processes: one process cannot reproduce it
 
     @property
     def witnesses(self) -> Tuple[str, ...]:

@@ -243,14 +243,19 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     # One job per line, until the runner closes stdin: `fix` sends a second job (the checks whose probes
     # read the training config, with the config as its plan leaves it), `check --distributed` the ranks'
-    # exchange, to the worker that already has torch.
+    # exchange, `fix --distributed` its verification, to the worker that already has torch.
     emit_step = faults.emit_through(channel.emit)
     for line in iter(sys.stdin.readline, ""):
         job = json.loads(line)
         if "exchange" in job:  # check --distributed: the ranks' exchange, in this process that has torch already
             from envdoctor.target.exchange import exchange
 
-            channel.emit("exchanged", result=exchange(torch, job["exchange"], float(job["timeout"])))
+            channel.emit("exchanged", result=exchange(torch, job["exchange"], float(job["timeout"]), bool(job.get("keep"))))
+            continue
+        if "again" in job:  # fix --distributed: the collective probe again, with the fix's variables
+            from envdoctor.target.exchange import again
+
+            channel.emit("exchanged", result=again(torch, job["again"], job["mine"]))
             continue
         _run_job(job, torch, torch_info, channel, faults, emit_step)
     return 0

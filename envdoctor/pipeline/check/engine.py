@@ -132,9 +132,13 @@ class PendingCheck:
             outcomes.update(self._run(reprobe, self._ctx(intent), on_event, keep=True).outcomes)
         return self._report(dataclasses.replace(self.measured, outcomes=outcomes), intent, notes)
 
-    def exchange(self, mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+    def exchange(self, mine: Dict[str, Any], timeout_s: float, keep: bool = False) -> Dict[str, Any]:
         """check --distributed: the ranks' exchange in the main worker finish(keep=True) left."""
-        return self.runners["main"].exchange(mine, timeout_s)
+        return self.runners["main"].exchange(mine, timeout_s, keep)
+
+    def exchange_again(self, variables: Optional[Dict[str, Optional[str]]], mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        """fix --distributed: the collectives again, in the group exchange(keep=True) left."""
+        return self.runners["main"].again(variables, mine, timeout_s)
 
     def _report(self, run: RunResult, intent: Optional[Intent], notes: List[str]) -> Report:
         outcomes = run.outcomes

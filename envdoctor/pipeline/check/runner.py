@@ -462,13 +462,22 @@ class Runner:
             elif kind == "done":
                 return True
 
-    def exchange(self, mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+    def exchange(self, mine: Dict[str, Any], timeout_s: float, keep: bool = False) -> Dict[str, Any]:
         """check --distributed: the ranks' exchange in the worker a run(keep=True) left, torch imported
-        (envdoctor.target.exchange); {"ranks"} or {"error", "mine", "steps"}, within timeout_s + 30 s."""
+        (envdoctor.target.exchange); {"ranks"} or {"error", "mine", "steps"}, within timeout_s + 30 s.
+        `keep`: the ranks' group stays for `again`."""
+        return self._ask({"exchange": mine, "timeout": timeout_s, "keep": keep}, mine, timeout_s)
+
+    def again(self, variables: Optional[Dict[str, Optional[str]]], mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
+        """fix --distributed's verification in the group exchange(keep=True) left: {"ranks"}, {"skipped"} (rank 0
+        applied nothing) or {"error", ...}."""
+        return self._ask({"again": variables, "mine": mine}, mine, timeout_s)
+
+    def _ask(self, job: Dict[str, Any], mine: Dict[str, Any], timeout_s: float) -> Dict[str, Any]:
         worker = self._worker
         if worker is None or self._ready is not worker or worker.proc.poll() is not None:
             return {"error": "the check's worker is gone: no exchange", "mine": mine}
-        worker.send({"exchange": mine, "timeout": timeout_s})
+        worker.send(job)
         limit = timeout_s + EXCHANGE_GRACE_S
         deadline = time.monotonic() + limit
         try:

@@ -7,11 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.checks.distributed.machines import hosts_text, machine_findings, ranks_text, where
+from envdoctor.checks.distributed.probe import ID
 from envdoctor.pipeline.distributed.gather import Gathered
 from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, status_from_findings
 from envdoctor.target.remedies.actions import env_remedy
 
-ID = "distributed"
 TITLE = "the ranks together"
 
 # (key, what it is, severity when ranks differ): a torch, CUDA or NCCL that differs hangs the first
@@ -25,37 +26,6 @@ COMPARED: Tuple[Tuple[str, str, Severity], ...] = (
     ("driver", "the NVIDIA driver", Severity.WARNING),
     ("packages_digest", "the installed distributions", Severity.WARNING),
 )
-# NCCL's shared-memory transport needs room in /dev/shm; containers default to 64 MiB.
-MIN_SHM_BYTES = 512 * 2**20
-
-
-def ranks_text(ranks: Sequence[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> 'ranks 0-2, 5, 7-8'."""
-    runs: List[List[int]] = []
-    for r in sorted(ranks):
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    parts = ["%d-%d" % (run[0], run[-1]) if len(run) > 1 else "%d" % run[0] for run in runs]
-    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
-
-
-def _hosts(summaries: Sequence[Dict[str, Any]]) -> str:
-    """'vm' or 'node-a, node-b'; with the launcher's node numbers where they say more than the hosts do
-    (two nodes of one job on one machine): 'vm (nodes 0, 1)'."""
-    hosts: Dict[str, set] = {}
-    for s in summaries:
-        hosts.setdefault(str(s.get("host")), set()).update({s["node"]} if s.get("node") is not None else set())
-    nodes = {n for found in hosts.values() for n in found}
-    if len(nodes) <= len(hosts):
-        return ", ".join(sorted(hosts))
-    return ", ".join("%s (node%s %s)" % (h, "s" if len(n) > 1 else "", ", ".join(str(x) for x in sorted(n))) if n else h
-                     for h, n in sorted(hosts.items()))
-
-
-def _where(summaries: Sequence[Dict[str, Any]]) -> str:
-    return "%s on %s" % (ranks_text([s["rank"] for s in summaries]), _hosts(summaries))
 
 
 def _groups(summaries: Sequence[Dict[str, Any]], value: Any) -> Dict[str, List[Dict[str, Any]]]:
@@ -75,14 +45,14 @@ def _differs(summaries: Sequence[Dict[str, Any]], key: str, label: str, severity
     if len(groups) < 2:
         return None
     ordered = sorted(groups.items(), key=lambda kv: -len(kv[1]))
-    evidence = ["%s: %s %s" % (_where(members), label, value) for value, members in ordered]
+    evidence = ["%s: %s %s" % (where(members), label, value) for value, members in ordered]
     odd = ordered[-1]
     if key == "packages_digest":
         evidence += _package_differences(summaries)
     return Finding(ID, "ranks-differ", severity,
-                   "%s differs between the ranks: %s has %s, %s has %s" % (label, _where(odd[1]), odd[0], _where(ordered[0][1]), ordered[0][0]),
+                   "%s differs between the ranks: %s has %s, %s has %s" % (label, where(odd[1]), odd[0], where(ordered[0][1]), ordered[0][0]),
                    tuple(evidence),
-                   (Remedy("Install the same %s on every node (the odd ones: %s), with each node's own interpreter" % (label, _where(odd[1])),
+                   (Remedy("Install the same %s on every node (the odd ones: %s), with each node's own interpreter" % (label, where(odd[1])),
                            kind="manual", id="same-everywhere"),),
                    {"key": key, "values": {v: [s["rank"] for s in m] for v, m in groups.items()}})
 
@@ -94,7 +64,7 @@ def _package_differences(summaries: Sequence[Dict[str, Any]], limit: int = 12) -
     for s, have in zip(summaries, sets):
         extra = sorted(have - common)
         if extra:
-            lines.append("%s only: %s" % (_where([s]), ", ".join(extra[:limit]) + (" ..." if len(extra) > limit else "")))
+            lines.append("%s only: %s" % (where([s]), ", ".join(extra[:limit]) + (" ..." if len(extra) > limit else "")))
     return lines
 
 
@@ -105,8 +75,8 @@ def _same_gpu(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
         ident = gpu.get("uuid") or gpu.get("pci_bus_id")
         if ident:
             by_gpu.setdefault((str(s.get("host")), str(ident)), []).append(s)
-    return [Finding(ID, "same-gpu", Severity.ERROR, "%s share one GPU (%s, %s)" % (_where(members), members[0]["gpu"].get("name"), ident),
-                    tuple("%s: cuda:%s %s" % (_where([m]), m["gpu"].get("index"), ident) for m in members),
+    return [Finding(ID, "same-gpu", Severity.ERROR, "%s share one GPU (%s, %s)" % (where(members), members[0]["gpu"].get("name"), ident),
+                    tuple("%s: cuda:%s %s" % (where([m]), m["gpu"].get("index"), ident) for m in members),
                     (Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and LOCAL_RANK as the device "
                             "index (torch.cuda.set_device(local_rank))", kind="manual", id="one-gpu-per-rank"),),
                     {"host": host, "gpu": ident, "ranks": [m["rank"] for m in members]})
@@ -120,87 +90,9 @@ def _variables(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
         groups = _groups(summaries, lambda s, n=name: (s.get("variables") or {}).get(n, "(unset)"))
         if len(groups) > 1:
             found.append(Finding(ID, "variables-differ", Severity.WARNING, "%s differs between the ranks" % name,
-                                 tuple("%s: %s=%s" % (_where(m), name, v) for v, m in _by_rank(groups)),
+                                 tuple("%s: %s=%s" % (where(m), name, v) for v, m in _by_rank(groups)),
                                  (Remedy("Set %s the same on every node (the launcher's environment)" % name, kind="manual",
                                          id="same-variables"),), {"variable": name}))
-    return found
-
-
-# Interfaces NCCL leaves alone unless told (NCCL's documentation, NCCL_SOCKET_IFNAME: "by default NCCL excludes
-# lo and docker* interfaces"; https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html).
-NCCL_SKIPPED_INTERFACES = ("lo", "docker")
-
-
-def _ifname_matches(value: str, interface: str) -> bool:
-    """NCCL_SOCKET_IFNAME's syntax: a comma-separated list of prefixes, exact names after "=", "^" to exclude."""
-    exclude = value.startswith("^")
-    wanted = [w for w in value.lstrip("^").split(",") if w]
-    hit = any(interface == w[1:] if w.startswith("=") else interface.startswith(w) for w in wanted)
-    return not hit if exclude else hit
-
-
-def _interface_everywhere(summaries: Sequence[Dict[str, Any]]) -> Optional[str]:
-    """An interface up on every rank's machine that NCCL would use, as NCCL_SOCKET_IFNAME says it: the bare
-    name where it is no other interface's prefix, else "=name"."""
-    seen = [s["interfaces_up"] for s in summaries if s.get("interfaces_up") is not None]
-    if not seen or len(seen) < len(summaries):
-        return None
-    common = [i for i in seen[0] if all(i in up for up in seen[1:]) and not i.startswith(NCCL_SKIPPED_INTERFACES)]
-    if not common:
-        return None
-    name = common[0]
-    shadowed = any(i != name and i.startswith(name) for up in seen for i in up)
-    return "=" + name if shadowed else name
-
-
-def _socket_ifname(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
-    """NCCL_SOCKET_IFNAME that matches no interface up on a rank's machine: one finding a value, naming the
-    ranks; the step sets one that is up on every node, where there is one."""
-    stranded: Dict[str, List[Dict[str, Any]]] = {}
-    for s in summaries:
-        value = (s.get("variables") or {}).get("NCCL_SOCKET_IFNAME")
-        up = s.get("interfaces_up")
-        if value and up is not None and not any(_ifname_matches(value, i) for i in up):
-            stranded.setdefault(value, []).append(s)
-    if not stranded:
-        return []
-    everywhere = _interface_everywhere(summaries)
-    remedies: Tuple[Remedy, ...] = ()
-    if everywhere:
-        remedies += (env_remedy("Set NCCL_SOCKET_IFNAME to %s, up on every node" % everywhere.lstrip("="), "socket-ifname-common",
-                                {"NCCL_SOCKET_IFNAME": everywhere}),)
-    remedies += (env_remedy("Unset NCCL_SOCKET_IFNAME: NCCL then picks an interface itself", "socket-ifname-unset",
-                            unset_env=["NCCL_SOCKET_IFNAME"]),)
-    return [Finding(ID, "socket-ifname", Severity.ERROR, "NCCL_SOCKET_IFNAME=%s names no interface that is up on %s" % (value, _where(ranks)),
-                    tuple("%s: interfaces up: %s" % (_where([s]), ", ".join(s["interfaces_up"]) or "none") for s in ranks[:12]),
-                    remedies, {"hosts": sorted({str(s.get("host")) for s in ranks}), "value": value})
-            for value, ranks in sorted(stranded.items())]
-
-
-def _machines(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
-    found = []
-    with_ib = [s for s in summaries if s.get("infiniband")]
-    if with_ib and len(with_ib) < len(summaries):
-        without = [s for s in summaries if not s.get("infiniband")]
-        found.append(Finding(ID, "infiniband-some", Severity.WARNING, "InfiniBand on %s only, not on %s" % (_where(with_ib), _where(without)),
-                             tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ()) or "no InfiniBand") for s in summaries),
-                             (env_remedy("NCCL picks one transport for the job: set NCCL_IB_DISABLE=1 on every node (TCP sockets "
-                                         "everywhere)", "ib-disable", {"NCCL_IB_DISABLE": "1"}),
-                              Remedy("Or give every node InfiniBand", kind="manual", id="ib-everywhere")), {}))
-    disabled = [s for s in summaries if s.get("infiniband") and (s.get("variables") or {}).get("NCCL_IB_DISABLE") == "1"]
-    if disabled:
-        found.append(Finding(ID, "ib-disabled", Severity.WARNING,
-                             "NCCL_IB_DISABLE=1 on %s, which has InfiniBand (%s): NCCL goes over TCP sockets there"
-                             % (_where(disabled), ", ".join(disabled[0].get("infiniband") or ())),
-                             tuple("%s: %s" % (_where([s]), ", ".join(s.get("infiniband") or ())) for s in disabled),
-                             (env_remedy("Let NCCL use InfiniBand (unset NCCL_IB_DISABLE) unless it was set to work around a fault",
-                                         "ib-enable", unset_env=["NCCL_IB_DISABLE"]),), {"ranks": [s["rank"] for s in disabled]}))
-    small = [s for s in summaries if s.get("gpu") and isinstance(s.get("shm_bytes"), int) and s["shm_bytes"] < MIN_SHM_BYTES]
-    if small:
-        found.append(Finding(ID, "shm-small", Severity.WARNING, "/dev/shm is %d MiB on %s: too small for NCCL's shared memory"
-                             % (small[0]["shm_bytes"] // 2**20, _where(small)), (),
-                             (Remedy("Give the container more shared memory (docker --shm-size=16g / --ipc=host)", kind="manual",
-                                     id="shm-size"),), {}))
     return found
 
 
@@ -222,7 +114,7 @@ def _collectives(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     for (backend, kind), cases in sorted(bad.items()):
         ranks = sorted({s["rank"] for s, _ in cases})
         ops = sorted({"%s %s" % (c.get("op"), c.get("dtype") or "") for _, c in cases})
-        evidence = tuple("%s: %s %s on %s: %s" % (_where([s]), c.get("op"), c.get("dtype") or "", c.get("device"), c.get("error"))
+        evidence = tuple("%s: %s %s on %s: %s" % (where([s]), c.get("op"), c.get("dtype") or "", c.get("device"), c.get("error"))
                          for s, c in cases[:12])
         if kind == "wrong":
             remedies: Tuple[Remedy, ...] = (env_remedy("Disable NCCL's peer-to-peer copies (consumer GPUs without working P2P return "
@@ -245,8 +137,8 @@ def _stragglers(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     if not slow:
         return []
     return [Finding(ID, "straggler", Severity.WARNING, "%s %s much slower than the others on the same work"
-                    % (_where(slow), "is" if len(slow) == 1 else "are"),
-                    tuple("%s: %.3f s (fastest %.3f s)" % (_where([s]), s["compute_s"], fastest) for s in slow),
+                    % (where(slow), "is" if len(slow) == 1 else "are"),
+                    tuple("%s: %.3f s (fastest %.3f s)" % (where([s]), s["compute_s"], fastest) for s in slow),
                     (Remedy("Look at those GPUs' clocks, temperature and other processes (nvidia-smi -q -d PERFORMANCE,CLOCK)",
                             kind="manual", id="straggler"),), {"ranks": [s["rank"] for s in slow]})]
 
@@ -258,7 +150,7 @@ def _checks(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
         groups = _groups(summaries, lambda s, c=check_id: ", ".join((s.get("checks") or {}).get(c, [])) or "nothing")
         if len(groups) > 1:
             found.append(Finding(ID, "check-differs", Severity.WARNING, "%s finds different things on different ranks" % check_id,
-                                 tuple("%s: %s" % (_where(m), v) for v, m in _by_rank(groups)), (), {"check": check_id}))
+                                 tuple("%s: %s" % (where(m), v) for v, m in _by_rank(groups)), (), {"check": check_id}))
     return found
 
 
@@ -293,18 +185,18 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
         finding = _differs(summaries, key, label, severity)
         if finding:
             findings.append(finding)
-    findings += _same_gpu(summaries) + _variables(summaries) + _socket_ifname(summaries) + _machines(summaries) + _checks(summaries)
+    findings += _same_gpu(summaries) + _variables(summaries) + machine_findings(summaries) + _checks(summaries)
     findings += _collectives(summaries) + _stragglers(summaries)
     failing = [s for s in summaries if s.get("exit_code") == 1]
     if failing:  # so that every rank's report, and exit code, says it
-        findings.append(Finding(ID, "errors-on-ranks", Severity.ERROR, "%s found errors in their own checks" % _where(failing),
-                                tuple("%s: %s" % (_where([s]), "; ".join("%s: %s" % (c, ", ".join(codes))
+        findings.append(Finding(ID, "errors-on-ranks", Severity.ERROR, "%s found errors in their own checks" % where(failing),
+                                tuple("%s: %s" % (where([s]), "; ".join("%s: %s" % (c, ", ".join(codes))
                                                                         for c, codes in sorted((s.get("checks") or {}).items()) if codes))
                                       for s in failing), (), {"ranks": [s["rank"] for s in failing]}))
     same = {label: summaries[0].get(key) for key, label, _ in COMPARED
             if key != "packages_digest" and summaries[0].get(key) and len(_groups(summaries, lambda s, k=key: s.get(k))) == 1}
     summary = "%d of %d ranks on %s; same on all: %s" % (
-        len(summaries), world_size, _hosts(summaries),
+        len(summaries), world_size, hosts_text(summaries),
         ", ".join("%s %s" % (k, v) for k, v in same.items()) or "nothing compared")
     bandwidth = _bandwidth(summaries)
     if bandwidth:

@@ -8,7 +8,7 @@ from typing import Dict, Mapping, Optional
 
 from envdoctor.pipeline.check.request import UsageError
 
-HOW = "run it under torchrun (torchrun --nproc-per-node N -m envdoctor check --distributed) or a launcher that sets them"
+HOW = "run it under torchrun (torchrun --nproc-per-node N -m envdoctor %s --distributed) or a launcher that sets them"
 
 
 @dataclass(frozen=True)
@@ -27,11 +27,11 @@ class RankEnv:
                 "MASTER_ADDR": self.master_addr, "MASTER_PORT": str(self.master_port)}
 
 
-def _int(environ: Mapping[str, str], name: str, default: Optional[int] = None) -> int:
+def _int(environ: Mapping[str, str], name: str, default: Optional[int] = None, command: str = "check") -> int:
     value = environ.get(name)
     if value is None or not value.strip():
         if default is None:
-            raise UsageError("check --distributed needs %s: %s" % (name, HOW))
+            raise UsageError("%s --distributed needs %s: %s" % (command, name, HOW % command))
         return default
     try:
         return int(value)
@@ -39,25 +39,27 @@ def _int(environ: Mapping[str, str], name: str, default: Optional[int] = None) -
         raise UsageError("%s=%r is not a whole number" % (name, value)) from None
 
 
-def read_rank_env(environ: Mapping[str, str]) -> RankEnv:
+def read_rank_env(environ: Mapping[str, str], command: str = "check") -> RankEnv:
     """The rank from RANK/WORLD_SIZE/LOCAL_RANK, else from SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID;
-    MASTER_ADDR and MASTER_PORT from the launcher. Missing or inconsistent: UsageError, one line."""
+    MASTER_ADDR and MASTER_PORT from the launcher. Missing or inconsistent: UsageError, one line that
+    names the `command` (check, fix) run with --distributed."""
     def given(name: str) -> bool:  # an empty variable is an unset one
         return bool((environ.get(name) or "").strip())
 
     if given("RANK") or given("WORLD_SIZE"):
-        rank, world, local, launcher = _int(environ, "RANK"), _int(environ, "WORLD_SIZE"), _int(environ, "LOCAL_RANK", 0), "torchrun"
+        rank, world, local, launcher = (_int(environ, "RANK", command=command), _int(environ, "WORLD_SIZE", command=command),
+                                        _int(environ, "LOCAL_RANK", 0), "torchrun")
     elif given("SLURM_PROCID"):
-        rank, world, local, launcher = (_int(environ, "SLURM_PROCID"), _int(environ, "SLURM_NTASKS"),
+        rank, world, local, launcher = (_int(environ, "SLURM_PROCID", command=command), _int(environ, "SLURM_NTASKS", command=command),
                                         _int(environ, "SLURM_LOCALID", 0), "slurm")
     else:
-        raise UsageError("check --distributed found no rank (RANK and WORLD_SIZE, or Slurm's SLURM_PROCID): %s" % HOW)
+        raise UsageError("%s --distributed found no rank (RANK and WORLD_SIZE, or Slurm's SLURM_PROCID): %s" % (command, HOW % command))
     if world < 1 or not 0 <= rank < world or local < 0:
         raise UsageError("RANK %d does not fit WORLD_SIZE %d (LOCAL_RANK %d)" % (rank, world, local))
     addr = (environ.get("MASTER_ADDR") or "").strip()
     if not addr:
-        raise UsageError("check --distributed needs MASTER_ADDR (the host of rank 0): %s" % HOW)
-    port = _int(environ, "MASTER_PORT")
+        raise UsageError("%s --distributed needs MASTER_ADDR (the host of rank 0): %s" % (command, HOW % command))
+    port = _int(environ, "MASTER_PORT", command=command)
     if not 0 < port < 65536:
         raise UsageError("MASTER_PORT=%d is not a port" % port)
     node_var = "GROUP_RANK" if launcher == "torchrun" else "SLURM_NODEID"

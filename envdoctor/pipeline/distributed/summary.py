@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from envdoctor.pipeline.distributed.ranks import RankEnv
 from envdoctor.target.model import Report, Severity
+from envdoctor.target.redact import Redactor
 
 # Variables that must agree across ranks, or whose difference explains a hang (values redacted as everywhere).
 SHARED_VARIABLES = ("NCCL_", "TORCH_", "CUDA_VISIBLE_DEVICES")
@@ -27,3 +28,16 @@ def rank_summary(report: Report, rank: RankEnv, host: str) -> Dict[str, Any]:
         "checks": {c.id: sorted(f.code for f in c.findings if f.severity.rank >= Severity.WARNING.rank) for c in report.checks},
         "exit_code": report.exit_code,
     }
+
+
+def with_variables(mine: Dict[str, Any], variables: Mapping[str, Optional[str]]) -> Dict[str, Any]:
+    """This rank's summary as a fix's variables leave it (a value set, None unset): those the ranks compare."""
+    shown = dict(mine.get("variables") or {})
+    for name, value in variables.items():
+        if not name.startswith(SHARED_VARIABLES):
+            continue
+        if value is None:
+            shown.pop(name, None)
+        else:
+            shown[name] = value
+    return dict(mine, variables=Redactor.from_environ().data(shown))

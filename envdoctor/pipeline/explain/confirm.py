@@ -105,6 +105,9 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     found = [f for f in own.findings if f.code == diagnosis.code and f.severity.rank >= Severity.WARNING.rank]
     if found:
         return Verdict(True, "confirmed here: %s" % found[0].title, live)
+    if diagnosis.signature.across_ranks:
+        return Verdict(None, "one process cannot reproduce it: it lies between the job's ranks (`check --distributed` under "
+                             "the launcher confirms it)%s" % ("; this machine: " + own.summary if own.summary else ""), live)
     if running:
         return Verdict(False, "this environment does not reproduce it: here torch %s runs %s; the log came from another "
                               "machine or another torch" % (torch, describe(running[0])), live)

@@ -81,12 +81,14 @@ def _with_dependents(numbers: Sequence[int], later: Mapping[int, Sequence[int]])
     return sorted(found)
 
 
-def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None) -> FixOutcome:
+def apply_plan(plan: Plan, request: CheckRequest, journal: Journal, say: Optional[Say] = None,
+               recheck: Callable[[CheckRequest], Report] = run_check) -> FixOutcome:
+    """`recheck`: what verification runs (fix --distributed: the ranks' collectives again)."""
     say = say or (lambda line: None)
     run = journal.begin(_meta(plan, request))  # JournalError: stop before anything changes
     outcome = FixOutcome(status="failed", run_id=run.id)
     try:
-        return _apply(plan, request, run, outcome, say)
+        return _apply(plan, request, run, outcome, say, recheck)
     except JournalError as exc:
         # The journal stopped taking writes mid-run (a full disk): nothing may stay that its
         # journal cannot undo. What each step recorded in memory drives the rollback.
@@ -107,7 +109,8 @@ def _in_place(run: RunJournal) -> List[str]:
     return out
 
 
-def _apply(plan: Plan, request: CheckRequest, run: RunJournal, outcome: FixOutcome, say: Say) -> FixOutcome:
+def _apply(plan: Plan, request: CheckRequest, run: RunJournal, outcome: FixOutcome, say: Say,
+           recheck: Callable[[CheckRequest], Report]) -> FixOutcome:
     steps = plan.applicable
     later = builds_on(steps)
     run.set_status("applying")
@@ -143,7 +146,7 @@ def _apply(plan: Plan, request: CheckRequest, run: RunJournal, outcome: FixOutco
     applied = [s for s in steps if s.number in outcome.applied]
     say("verifying: re-running %s" % ", ".join(plan.ran))
     try:
-        after = run_check(request_for(request, plan, _variables(applied)))
+        after = recheck(request_for(request, plan, variables_of(applied)))
     except BaseException as exc:
         outcome.failure = "verification did not run: %s" % exc
         _roll_back(run, outcome, say, "failed")
@@ -217,7 +220,7 @@ def _roll_back(run: RunJournal, outcome: FixOutcome, say: Say, status: str) -> N
         outcome.rollback.append("the journal could not record the rollback: %s" % exc)
 
 
-def _variables(steps: List[Step]) -> Dict[str, Optional[str]]:
+def variables_of(steps: Sequence[Step]) -> Dict[str, Optional[str]]:
     found: Dict[str, Optional[str]] = {}
     for step in steps:
         variables = getattr(step.action, "variables", None)

@@ -1,0 +1,88 @@
+"""How a job's distributed failures read in a log (for `explain`). Most live between the ranks, where one
+process cannot reproduce them (Signature.across_ranks): explain then says to run `check --distributed` under
+the job's launcher. This machine's own share (its /dev/shm, its NCCL_SOCKET_IFNAME, its InfiniBand) the
+`distributed` check's probe confirms here."""
+
+from __future__ import annotations
+
+from envdoctor.target.model import Remedy, Signature
+from envdoctor.target.remedies.actions import env_remedy
+
+CONFIRM_ACROSS_RANKS = Remedy("Run envdoctor on every rank with the job's own launcher: `torchrun --nnodes N --nproc-per-node G ... "
+                              "-m envdoctor check --distributed` (or `srun python -m envdoctor check --distributed`): it names the "
+                              "rank, host and step", id="check-distributed")
+
+# NCCL's shared-memory transport (include/shm.h): "Call to posix_fallocate failed: No space left on device",
+# "Call to shm_open failed : Permission denied", "Error while creating shared memory segment nccl-... (size N)";
+# torch surfaces it as "NCCL error ...: unhandled system error" / ncclSystemError. Docker gives /dev/shm 64 MB
+# (github.com/NVIDIA/nccl/issues/1518; vLLM's docker docs: --ipc=host or --shm-size).
+SHM = r"Error while creating shared memory segment|posix_fallocate failed|shm_open failed|nccl-shm-\w+"
+
+# The c10d store and torchrun's rendezvous: a rank that never arrives, an address no rank can reach.
+RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connect to|RendezvousConnectionError|RendezvousTimeoutError|"
+              r"Timed out initializing process group in store based barrier|The server socket has failed to listen on any local network")
+# torchrun restarting its worker group after a crash: a barrier timeout that follows is that crash's echo.
+AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
+
+SHM_REMEDIES = (
+    Remedy("Give the container more shared memory: `docker run --shm-size=16g` or `--ipc=host` (Kubernetes: an emptyDir "
+           "with medium: Memory at /dev/shm)", id="shm-size"),
+    env_remedy("Or let NCCL do without shared memory (slower between GPUs of one node)", "nccl-shm-disable", {"NCCL_SHM_DISABLE": "1"}),
+)
+
+SIGNATURES = (
+    Signature("shm-small", SHM,
+              cause="NCCL's shared-memory transport could not create its segments in /dev/shm: too small (a container's "
+                    "64 MB default) or not writable", remedies=SHM_REMEDIES),
+    Signature("shm-small", r"unhandled system error|ncclSystemError", context=(SHM,), context_required=True,
+              cause="NCCL's 'unhandled system error' is its shared memory failing: /dev/shm too small or not writable",
+              remedies=SHM_REMEDIES),
+    Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART,), across_ranks=True,
+              cause="the ranks could not meet: a rank that never started or crashed first, a MASTER_ADDR/MASTER_PORT (or "
+                    "rendezvous endpoint) the other nodes cannot reach, or a firewall between the nodes",
+              remedies=(CONFIRM_ACROSS_RANKS,
+                        Remedy("Check from every node that MASTER_ADDR resolves and MASTER_PORT is reachable (`nc -zv HOST PORT`), "
+                               "and read the first rank that failed: its own error is the cause", id="reach-master"))),
+    # NCCL's ncclRemoteError: the peer's process died or the network between them failed
+    Signature("ranks-missing", r"remote process exited or there was a network error|ncclRemoteError", across_ranks=True,
+              cause="a rank's peer went away mid-collective: its process exited (read that rank's own error first) or the "
+                    "network between the nodes failed (InfiniBand or a switch on one node)",
+              remedies=(CONFIRM_ACROSS_RANKS,
+                        env_remedy("Confirm a network fault: NCCL_IB_DISABLE=1 on every node (TCP sockets instead of InfiniBand)",
+                                   "ib-disable", {"NCCL_IB_DISABLE": "1"}))),
+    Signature("same-gpu", r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device", across_ranks=True,
+              cause="two ranks on one GPU: more processes than GPUs (--nproc-per-node), or a script that does not pick "
+                    "its device from LOCAL_RANK",
+              remedies=(Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and "
+                               "torch.cuda.set_device(local_rank) before init_process_group", id="one-gpu-per-rank"),
+                        CONFIRM_ACROSS_RANKS)),
+    Signature("ranks-differ", r"Mismatched NCCL version|connecting to address with family 0 is neither AF_INET",
+              across_ranks=True,
+              cause="the nodes run different NCCL releases (another torch or nvidia-nccl wheel on one node): their "
+                    "bootstrap messages do not agree",
+              remedies=(Remedy("Install the same torch (and nvidia-nccl-cu* wheel) on every node", id="same-everywhere"),
+                        CONFIRM_ACROSS_RANKS)),
+    Signature("infiniband-some", r"NET/IB ?: Got completion from peer .* with error|NET/IB ?: No device found|"
+                                 r"ibv_\w+ failed|IB(V)? (device|port) .* (not found|down)",
+              across_ranks=True,
+              cause="NCCL's InfiniBand/RoCE transport fails between the nodes: InfiniBand missing or down on a node, "
+                    "or the nodes' HCAs cannot reach each other (GID index, switches)",
+              remedies=(env_remedy("Confirm by taking InfiniBand out of the picture: NCCL_IB_DISABLE=1 on every node (TCP sockets)",
+                                   "ib-disable", {"NCCL_IB_DISABLE": "1"}),
+                        CONFIRM_ACROSS_RANKS)),
+    Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
+                               r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)",
+              cause="NCCL has no usable network interface to the other nodes: NCCL_SOCKET_IFNAME names none that is up here, "
+                    "or a firewall between the nodes",
+              remedies=(env_remedy("Let NCCL pick the interface (unset NCCL_SOCKET_IFNAME), or set it to one up on every node",
+                                   "socket-ifname-unset", unset_env=["NCCL_SOCKET_IFNAME"]), CONFIRM_ACROSS_RANKS)),
+    # The watchdog's timeout alone is most often the script's own (a rank that skipped a collective, a data loader that
+    # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies
+    Signature("collective-fails", r"Watchdog caught collective operation timeout", across_ranks=True,
+              context=(r"\bP2P\b|NCCL_P2P_\w+|\bACS\b|IOMMU",), context_required=True,
+              cause="a collective never completed: a rank hung or skipped it, or NCCL's transport hangs between these GPUs "
+                    "(peer-to-peer copies on consumer GPUs or behind PCIe ACS: NCCL_P2P_DISABLE=1 confirms)",
+              remedies=(CONFIRM_ACROSS_RANKS,
+                        env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
+                                   {"NCCL_P2P_DISABLE": "1"}))),
+)
