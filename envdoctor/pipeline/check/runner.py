@@ -464,7 +464,7 @@ class Runner:
 
     def exchange(self, mine: Dict[str, Any], timeout_s: float, keep: bool = False) -> Dict[str, Any]:
         """check --distributed: the ranks' exchange in the worker a run(keep=True) left, torch imported
-        (envdoctor.target.exchange); {"ranks"} or {"error", "mine", "steps"}, within timeout_s + 30 s.
+        (envdoctor.target.exchange); {"ranks"} or {"error", "mine", "steps"}, within timeout_s and a grace.
         `keep`: the ranks' group stays for `again`."""
         return self._ask({"exchange": mine, "timeout": timeout_s, "keep": keep}, mine, timeout_s)
 
@@ -478,7 +478,7 @@ class Runner:
         if worker is None or self._ready is not worker or worker.proc.poll() is not None:
             return {"error": "the check's worker is gone: no exchange", "mine": mine}
         worker.send(job)
-        limit = timeout_s + EXCHANGE_GRACE_S
+        limit = timeout_s + exchange_grace(timeout_s)
         deadline = time.monotonic() + limit
         try:
             while True:
@@ -502,8 +502,14 @@ class Runner:
             self._worker = None
 
 
-# Beyond --timeout (which bounds each collective), what the exchange may take before its worker is killed.
+# Beyond --timeout (which bounds each collective), what the exchange may take before its worker is killed: up to
+# 30 s, and no more than the timeout itself (10 s at least), so that `--timeout 5` does not wait 35 s for a rank
+# that hung outside any collective (in its timed compute).
 EXCHANGE_GRACE_S = 30.0
+
+
+def exchange_grace(timeout_s: float) -> float:
+    return min(EXCHANGE_GRACE_S, max(10.0, timeout_s))
 
 
 def _fmt_seconds(value: float) -> str:
