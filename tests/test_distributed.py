@@ -299,7 +299,8 @@ def summary(rank: int, host: str, torch: str = "2.13.0+cu130", **extra: Any) -> 
             "cuda_build": torch.split("+cu")[-1] if "+cu" in torch else None, "nccl": "2.27.5", "driver": "580.65.06",
             "variables": {}, "checks": {"cublas": []}, "exit_code": 0, "interfaces_up": ["eth0", "lo"], "infiniband": ["mlx5_0"],
             "shm_bytes": 64 * 2**30, "packages_digest": "aaaa", "packages": ["torch==2.13.0"],
-            "gpu": {"index": rank % 8, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%s-%d" % (host, rank % 8)}}
+            "gpu": {"index": rank % 8, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-%s-%d" % (host, rank % 8)},
+            "executable": "/opt/venv/bin/python", "installer": "pip"}
     base.update(extra)
     return base
 
@@ -326,6 +327,19 @@ def test_one_node_with_another_torch_is_named_by_its_ranks_and_host() -> None:
     assert [f.subject["key"] for f in job["all"]] == ["torch", "cuda_build", "packages_digest"]
     assert "ranks 8-15 on node-b only: torch==2.12.1" not in packages.evidence  # per rank, not per group
     assert "rank 8 on node-b only: torch==2.12.1" in packages.evidence
+    # the exact command for the odd node's own interpreter: the others' torch build, from its wheel index
+    same = torch.remedies[0]
+    assert same.summary == "On ranks 8-15 on node-b, with its own interpreter: the same torch as ranks 0-7 on node-a"
+    assert same.commands == ("/opt/venv/bin/python -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu130",)
+    assert [r.id for r in packages.remedies] == ["same-everywhere"]  # only torch differs: its own finding's command brings it
+
+
+def test_a_node_missing_a_distribution_gets_the_others_versions_for_its_interpreter() -> None:
+    job = judged([summary(r, "node-a", packages=["peft==0.21.2", "torch==2.13.0", "transformers==5.23.0"]) for r in range(2)] +
+                 [summary(2, "node-b", packages_digest="bbbb", packages=["torch==2.13.0", "transformers==5.22.0"],
+                          executable="/home/me/venv/bin/python", installer="uv")])
+    packages = next(f for f in job["all"] if f.subject.get("key") == "packages_digest")
+    assert packages.remedies[0].commands == ("uv pip install peft==0.21.2 transformers==5.23.0 --python /home/me/venv/bin/python",)
 
 
 def test_two_ranks_on_one_gpu_is_an_error() -> None:

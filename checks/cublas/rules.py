@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.probekit.gpus import capability_tuple, visible_devices_value
 from envdoctor.target.probekit.text import dedupe, short_dtype
-from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
 from .probe import ID
 
@@ -81,14 +81,12 @@ def _reinstall_remedy(facts: Dict[str, Any], env: Target, library: str) -> Remed
             "reinstall-%s" % library, env, install=[spec], force_reinstall=True,
             no_deps=spec.lower().startswith("nvidia-"),  # the nvidia-* wheels are leaves; do not touch torch
         )
-    base, _, local = version.partition("+")
     cuda = facts.get("cuda_build") or ""
-    tag = local if local.startswith("cu") else ("cu" + cuda.replace(".", "") if cuda else "")
     summary = ("Reinstall torch %s with the CUDA %s libraries it was built for (pip wheels bring cuBLAS/cuDNN as nvidia-*-cuXX "
                "packages; conda: reinstall pytorch-cuda from the same channel)" % (version, cuda or "?"))
-    if base and tag:
-        return pip_remedy(summary, "reinstall-torch-cuda", env, install=["torch==%s" % base], force_reinstall=True,
-                          index_url="https://download.pytorch.org/whl/%s" % tag)
+    wheel = None if version.partition("+")[2].startswith(("cpu", "rocm")) else torch_wheel(version, cuda)  # cuBLAS is CUDA's
+    if wheel:
+        return pip_remedy(summary, "reinstall-torch-cuda", env, install=[wheel[0]], force_reinstall=True, index_url=wheel[1])
     return Remedy(summary, id="reinstall-torch-cuda")
 
 

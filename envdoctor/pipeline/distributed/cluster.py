@@ -11,7 +11,9 @@ from envdoctor.checks.distributed.machines import hosts_text, machine_findings, 
 from envdoctor.checks.distributed.probe import ID
 from envdoctor.pipeline.distributed.gather import Gathered
 from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, status_from_findings
-from envdoctor.target.remedies.actions import env_remedy
+from envdoctor.target.remedies.actions import env_remedy, torch_wheel
+from envdoctor.target.remedies.commandline import pip_command
+from envdoctor.target.versions import requirement_name
 
 TITLE = "the ranks together"
 
@@ -49,12 +51,57 @@ def _differs(summaries: Sequence[Dict[str, Any]], key: str, label: str, severity
     odd = ordered[-1]
     if key == "packages_digest":
         evidence += _package_differences(summaries)
+    remedies = _same_as_most(key, ordered[0][1], [s for _, members in ordered[1:] for s in members])
+    remedies += (Remedy("Install the same %s on every node (the odd ones: %s), with each node's own interpreter" % (label, where(odd[1])),
+                        kind="manual", id="same-everywhere"),)
     return Finding(ID, "ranks-differ", severity,
                    "%s differs between the ranks: %s has %s, %s has %s" % (label, where(odd[1]), odd[0], where(ordered[0][1]), ordered[0][0]),
-                   tuple(evidence),
-                   (Remedy("Install the same %s on every node (the odd ones: %s), with each node's own interpreter" % (label, where(odd[1])),
-                           kind="manual", id="same-everywhere"),),
-                   {"key": key, "values": {v: [s["rank"] for s in m] for v, m in groups.items()}})
+                   tuple(evidence), remedies, {"key": key, "values": {v: [s["rank"] for s in m] for v, m in groups.items()}})
+
+
+def _same_as_most(key: str, most: Sequence[Dict[str, Any]], odd: Sequence[Dict[str, Any]], limit: int = 12) -> Tuple[Remedy, ...]:
+    """The exact command for each odd node's own interpreter that gives it what most ranks have: their torch
+    build (from its wheel index), or their versions of the distributions it has otherwise or lacks. A
+    command for another machine: `fix` on this rank cannot run it, so it is said, not planned."""
+    first = most[0]
+    wanted: List[str] = []
+    index: Optional[str] = None
+    if key in ("torch", "cuda_build") and first.get("torch"):
+        wheel = torch_wheel(str(first["torch"]), first.get("cuda_build"))
+        if wheel is None:
+            return ()
+        wanted, index = [wheel[0]], wheel[1]
+    elif key == "packages_digest":
+        theirs = set(first.get("packages") or ())
+    else:
+        return ()
+    remedies = []
+    for (_, executable), members in _by_interpreter(odd).items():
+        if not executable:
+            continue
+        names = wanted or [n for n in sorted(theirs - set(members[0].get("packages") or ())) if not _comes_with_torch(n)][:limit]
+        if not names:
+            continue
+        args = ["install", *names] + (["--index-url", index] if index else [])
+        remedies.append(Remedy("On %s, with its own interpreter: the same %s as %s" % (where(members), "torch" if index else "distributions",
+                                                                                        where(most)),
+                               kind="manual", commands=(pip_command(executable, *args, installer=members[0].get("installer") or "pip"),),
+                               id="same-as-most"))
+    return tuple(remedies)
+
+
+def _comes_with_torch(requirement: str) -> bool:
+    """torch and what its wheel pins (triton, the nvidia-* CUDA libraries): the torch finding's command brings
+    those from the right index; pip from PyPI would bring another build."""
+    name = requirement_name(requirement) or ""
+    return name in ("torch", "triton") or name.startswith("nvidia-")
+
+
+def _by_interpreter(summaries: Sequence[Dict[str, Any]]) -> Dict[Tuple[str, str], List[Dict[str, Any]]]:
+    found: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
+    for s in summaries:
+        found.setdefault((str(s.get("host")), s.get("executable", "") or ""), []).append(s)
+    return found
 
 
 def _package_differences(summaries: Sequence[Dict[str, Any]], limit: int = 12) -> List[str]:

@@ -24,6 +24,7 @@ def rank_summary(report: Report, rank: RankEnv, host: str) -> Dict[str, Any]:
     return {
         "rank": rank.rank, "local_rank": rank.local_rank, "world_size": rank.world_size, "host": host, "node": rank.node,
         "envdoctor": env.get("envdoctor"), "python": env.get("python"), "torch": env.get("torch"),
+        "executable": env.get("executable"), "installer": env.get("installer"),
         "cuda_build": env.get("cuda_build"), "driver": _driver(report), "variables": variables,
         "checks": {c.id: sorted(f.code for f in c.findings if f.severity.rank >= Severity.WARNING.rank) for c in report.checks},
         "exit_code": report.exit_code,

@@ -3,8 +3,9 @@ the checks' rules call. A remedy's printed commands come from its action (comman
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.target.cuda_tables import DOWNLOAD_INDEX
 from envdoctor.target.model import Remedy, Target
 from envdoctor.target.remedies.commandline import env_commands, pip_commands
 from envdoctor.target.remedies.kinds import CONFIG, ENV, PIP
@@ -16,6 +17,15 @@ def torch_pin(env: Target) -> Optional[str]:
     version pip knows it by (its distribution's), not torch.__version__ where they differ."""
     version = env.torch_distribution or env.torch
     return "torch==%s" % version if version else None
+
+
+def torch_wheel(version: str, cuda: Optional[str] = None) -> Optional[Tuple[str, str]]:
+    """('torch==2.13.0', 'https://download.pytorch.org/whl/cu130'): the requirement and the index that serve
+    this torch build, from its local version (+cu130, +cpu, +rocm6.2) or else the CUDA it was built for (13.0);
+    None where neither says which build."""
+    base, _, local = version.partition("+")
+    tag = local if local.startswith(("cu", "cpu", "rocm")) else ("cu" + cuda.replace(".", "") if cuda else "")
+    return ("torch==%s" % base, DOWNLOAD_INDEX + tag) if base and tag else None
 
 
 def pip_action(
