@@ -34,7 +34,7 @@ def top(text: str) -> str:
 
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
-# right), then 264 gathered for issue 25, 125 more for its weakest families, and 59 for the distributed family
+# right), then 264 gathered for issue 25, 125 more for its weakest families, and 70 for the distributed family
 # and adapters on quantized bases, each batch split by a hash of their address: dev-2 / dev-3 / dev-4 (signatures
 # written against them) and holdout-2 / holdout-3 / holdout-4 (never read while writing signatures: the figure a
 # user meets).
@@ -89,7 +89,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert dev >= 0.90
     assert held >= 0.90  # measured 90.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.78  # measured 78.5%: holdout-4 adds the distributed family and adapters on quantized bases
+    assert held_all >= 0.78  # measured 78.1%: holdout-4 adds the distributed family and adapters on quantized bases
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
