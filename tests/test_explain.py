@@ -313,3 +313,14 @@ def test_the_context_words_look_ahead_covers_every_word() -> None:
     for word in reader._CONTEXT_WORDS.split("|"):
         first = set(word[1:word.index("]")]) if word.startswith("[") else {word[0]}
         assert first <= set(ahead), word
+
+
+def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed() -> None:
+    """A hung run's NCCL_DEBUG=WARN output holds no traceback: NCCL's WARN lines are its errors (the wording of
+    github.com/NVIDIA/nccl/issues/210, a dev-4 case); its INFO lines are not."""
+    log = ("node08:27106:27302 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.8<0>\n"
+           "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol\n")
+    matching = explained(log)
+    assert [e.type for e in matching.errors] == ["NCCL WARN"]
+    assert [(d.check, d.code) for d in matching.diagnoses] == [("distributed", "socket-ifname")]
+    assert explained("node08:27106:27302 [0] NCCL INFO NET/IB : No device found.\n").errors == []

@@ -71,6 +71,7 @@ SIGNATURES = (
                                    "ib-disable", {"NCCL_IB_DISABLE": "1"}),
                         CONFIRM_ACROSS_RANKS)),
     Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
+                               r"Socket creation failed ?: Address family not supported|"
                                r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)",
               cause="NCCL has no usable network interface to the other nodes: NCCL_SOCKET_IFNAME names none that is up here, "
                     "or a firewall between the nodes",

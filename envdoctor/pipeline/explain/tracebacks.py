@@ -30,9 +30,12 @@ _CHAIN = re.compile(r"^\s*(The above exception was the direct cause of the follo
                     r"During handling of the above exception, another exception occurred):?\s*$")
 _CPP_THROW = re.compile(r"terminate called after throwing an instance of '(?P<type>[\w:]+)'")
 _CPP_WHAT = re.compile(r"^\s*what\(\):\s+(?P<msg>.+)$")
+# NCCL's own warnings, printed without a Python error when a run only hangs or a log holds no traceback:
+# `host:pid:tid [0] NCCL WARN Bootstrap : no socket interface found`, `include/socket.h:344 WARN Socket creation failed`
+_NCCL_WARN = re.compile(r"(?:\bNCCL WARN|[\w/]+\.(?:h|cc|cpp|cu):\d+ (?:NCCL )?WARN) (?P<msg>\S.*)$")
 # A line that has none of these words is neither a header, a frame, an exception nor a chain marker.
 _MAYBE = re.compile(r"Traceback|File|Cell|Input In| in |Error|Exception|Interrupt|Exit|Fail|Fault|StopIteration|::|exception|"
-                    r"what\(\)|terminate")
+                    r"what\(\)|terminate|WARN ")
 _NOT_MESSAGE = re.compile(r"^\s*$|^\[|^\d{4}-\d\d-\d\d|^(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|^\s*\d+%\||^-{10,}|^={10,}")
 
 
@@ -171,6 +174,10 @@ class _Parser:
         m = _BARE_EXC.search(text)
         if m and self.frames is None:
             self._add(m.group("type"), m.group("msg"), number, [], "bare")
+            return
+        warn = _NCCL_WARN.search(text)
+        if warn and self.frames is None:
+            self._add("NCCL WARN", warn.group("msg"), number, [], "bare")
 
     def _add(self, type_: str, message: str, number: int, frames: List[Frame], shape: str) -> None:
         error = RaisedError(type_, message.strip(), number, list(frames), self.stream, shape, self.chained)
