@@ -157,7 +157,8 @@ def fix(
             print("\n".join(plan_lines(plan.to_dict())))
         applying = yes or (not distributed and _confirmed(as_json))
         if not applying and not as_json:
-            print("Nothing changed. Apply with `envdoctor fix --yes`; every step is journaled for `envdoctor undo`.")
+            print("Nothing changed. Apply with `envdoctor fix%s --yes`; every step is journaled for `envdoctor undo`."
+                  % (" --distributed" if distributed else ""))
         return applying
 
     try:
