@@ -276,7 +276,8 @@ def test_fix_distributed_sets_the_nccl_variable_verifies_it_by_the_collectives_o
     assert (rank0.returncode, rank1.returncode) == (1, 1), rank0.stderr[-2000:] + rank1.stderr[-2000:]
     assert rank1.stdout == ""
     planned = json.loads(rank0.stdout)
-    assert [(s["kind"], s["remedy"]["id"]) for s in planned["plan"]["steps"]] == [("env", "nccl-p2p-disable")]
+    steps = [(s["kind"], s["remedy"]["id"]) for s in planned["plan"]["steps"]]
+    assert [s for s in steps if s != ("manual", "straggler")] == [("env", "nccl-p2p-disable")]  # a straggler: a timing (measured())
     assert planned["outcome"] is None and not (state / "env.sh").exists()
 
     rank0, rank1 = launch(ranks, *FIX, "--yes")
