@@ -288,14 +288,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         threading.Thread(target=_prebuild, args=(factory, name, installs), daemon=True).start()
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: List[pytest.Item]) -> None:
-    """The tests that need a venv the controller downloads meanwhile (DOWNLOADING_VENVS: libs_python,
-    old_torch_python, directly or through another fixture) run last, in their own order: a test process that
-    asked for one first would wait minutes for the download instead of running other tests."""
-    waiting = {"%s_python" % name.replace("-", "_") for name in DOWNLOADING_VENVS}
-    items.sort(key=lambda item: bool(waiting & set(getattr(item, "fixturenames", ()))))
-
-
 def _prebuild(factory: Any, name: str, installs: Sequence[Sequence[str]]) -> None:
     try:
         shared_venv(factory, name, *installs)
