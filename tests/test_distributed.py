@@ -386,6 +386,10 @@ def test_a_socket_ifname_up_nowhere_on_a_node_gets_the_interface_up_on_every_nod
     assert "socket-ifname" not in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "^docker,lo"})])["findings"]
     assert "socket-ifname" in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "^eth,lo"})])["findings"]
     assert "socket-ifname" in judged([summary(0, "a", variables={"NCCL_SOCKET_IFNAME": "=eth"})])["findings"]
+    # "=" makes the whole list exact, after "^" too: eth10 is not eth1, and "^=eth0" leaves nothing up here
+    assert "socket-ifname" in judged([summary(0, "a", interfaces_up=["eth10"], variables={"NCCL_SOCKET_IFNAME": "=eth0,eth1"})])["findings"]
+    assert "socket-ifname" not in judged([summary(0, "a", interfaces_up=["eth10"], variables={"NCCL_SOCKET_IFNAME": "eth0,eth1"})])["findings"]
+    assert "socket-ifname" in judged([summary(0, "a", interfaces_up=["eth0"], variables={"NCCL_SOCKET_IFNAME": "^=eth0"})])["findings"]
     # nothing up everywhere but lo: the only step is to unset it
     [finding] = [f for f in judged([summary(0, "a", interfaces_up=["lo"], variables={"NCCL_SOCKET_IFNAME": "eth0"})])["all"]
                  if f.code == "socket-ifname"]

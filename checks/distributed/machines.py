@@ -44,7 +44,6 @@ def where(summaries: Sequence[Dict[str, Any]]) -> str:
     return "%s on %s" % (ranks_text(ranks), hosts_text(summaries)) if ranks else hosts_text(summaries)
 
 
-
 # NCCL's shared-memory transport needs room in /dev/shm; containers default to 64 MiB.
 MIN_SHM_BYTES = 512 * 2**20
 
@@ -54,11 +53,14 @@ NCCL_SKIPPED_INTERFACES = ("lo", "docker")
 
 
 def _ifname_matches(value: str, interface: str) -> bool:
-    """NCCL_SOCKET_IFNAME's syntax: a comma-separated list of prefixes, exact names after "=", "^" to exclude."""
+    """NCCL_SOCKET_IFNAME's syntax: a comma-separated list of prefixes; a leading "^" excludes them, and a
+    "=" after it makes every name of the list exact ("^=docker0,lo"), as NCCL's documentation gives it."""
     exclude = value.startswith("^")
-    wanted = [w for w in value.lstrip("^").split(",") if w]
-    hit = any(interface == w[1:] if w.startswith("=") else interface.startswith(w) for w in wanted)
-    return not hit if exclude else hit
+    names = value[1:] if exclude else value
+    exact = names.startswith("=")
+    wanted = [w for w in (names[1:] if exact else names).split(",") if w]
+    hit = any(interface == w if exact else interface.startswith(w) for w in wanted)
+    return hit != exclude
 
 
 def _interface_everywhere(summaries: Sequence[Dict[str, Any]]) -> Optional[str]:
