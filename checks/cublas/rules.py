@@ -84,7 +84,7 @@ def _reinstall_remedy(facts: Dict[str, Any], env: Target, library: str) -> Remed
     cuda = facts.get("cuda_build") or ""
     summary = ("Reinstall torch %s with the CUDA %s libraries it was built for (pip wheels bring cuBLAS/cuDNN as nvidia-*-cuXX "
                "packages; conda: reinstall pytorch-cuda from the same channel)" % (version, cuda or "?"))
-    wheel = None if version.partition("+")[2].startswith(("cpu", "rocm")) else torch_wheel(version, cuda)  # cuBLAS is CUDA's
+    wheel = None if version.partition("+")[2].startswith("rocm") else torch_wheel(version, cuda)  # a ROCm build has no CUDA libraries
     if wheel:
         return pip_remedy(summary, "reinstall-torch-cuda", env, install=[wheel[0]], force_reinstall=True, index_url=wheel[1])
     return Remedy(summary, id="reinstall-torch-cuda")

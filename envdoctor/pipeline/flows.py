@@ -58,16 +58,18 @@ def check_distributed(request: CheckRequest, progress: Progress = _no_progress,
     cluster's findings (id `distributed`) added to the report, the same on every rank. Returns the
     report and this rank's number. Only rank 0 shows `progress`. No rank in the environment:
     UsageError before anything runs."""
-    job = _JobRound(request, progress, environ, keep=False)
+    job = _JobRound(request, progress, environ, keep=False, command="check")
     job.pending.close()
     return job.report, job.rank.rank
 
 
 class _JobRound:
     """One rank's check and the ranks' exchange, the cluster's findings added to its report. `keep`: the
-    worker and the ranks' group stay for `verify` (fix --distributed); the caller closes `pending`."""
+    worker and the ranks' group stay for `verify` (fix --distributed); the caller closes `pending`.
+    `command` (check, fix) is what a missing rank's one-line error names."""
 
-    def __init__(self, request: CheckRequest, progress: Progress, environ: Optional[Dict[str, str]], keep: bool) -> None:
+    def __init__(self, request: CheckRequest, progress: Progress, environ: Optional[Dict[str, str]], keep: bool,
+                 command: str) -> None:
         import os
         import socket
         import time
@@ -78,7 +80,7 @@ class _JobRound:
         from envdoctor.pipeline.distributed.ranks import read_rank_env
         from envdoctor.pipeline.distributed.summary import rank_summary
 
-        self.rank = rank = read_rank_env(dict(os.environ) if environ is None else environ)
+        self.rank = rank = read_rank_env(dict(os.environ) if environ is None else environ, command)
         # the worker joins the ranks' group with the standard variables (Slurm's mapped to them)
         request = dataclasses.replace(request, environ=dict(request.environ, **rank.child_environ()))
         if not request.devices:  # each rank probes its own GPU (and the CPU), not every GPU of the node
@@ -132,7 +134,7 @@ def fix_distributed(request: CheckRequest, prefer: Sequence[str] = (), on_plan: 
     from envdoctor.pipeline.fix.plan import make_plan
     from envdoctor.pipeline.fix.verify import verdicts
 
-    job = _JobRound(request, progress, environ, keep=True)
+    job = _JobRound(request, progress, environ, keep=True, command="fix")
     rank = job.rank.rank
     verified: List[Optional[Report]] = []
 
