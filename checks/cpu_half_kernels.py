@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
+from envdoctor.target.cuda_tables import CPU_INDEX
 from envdoctor.target.intent import Setting, config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices, op_fact
 from envdoctor.target.platform.menus import gpu_runtime_step
@@ -108,9 +109,6 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------- rules
-
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
 
 # The words of the remedies the live findings and `explain` share.
 FP32_ON_CPU = ("Train in fp32 on the CPU: accelerate/autotrain `mixed_precision: no`, transformers `fp16=False` / `bf16=False`, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import platform
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.target.cuda_tables import CPU_INDEX
 from envdoctor.target.intent import config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import gpu_runtime_step
@@ -13,7 +14,7 @@ from envdoctor.target.probekit.distributions import installed_version, user_site
 from envdoctor.target.probekit.gpus import identity
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
-from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
 ID = "torch-install"
 
@@ -22,8 +23,6 @@ COMPANIONS = (
     "numpy", "transformers", "diffusers", "peft", "accelerate", "apex", "xformers", "flash-attn",
     "bitsandbytes", "triton", "torchvision", "torchaudio", "deepspeed", "safetensors",
 )
-
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def _guard(fn: Any, default: Any = None) -> Any:
@@ -118,15 +117,21 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
 
 def _install_remedies(env: Target, reinstall: Optional[str]) -> Tuple[Remedy, ...]:
     if reinstall:
+        # the same build from the index that serves it (+cpu from the CPU index), else PyPI's
+        requirement, index = torch_wheel(reinstall) or ("torch==%s" % reinstall.split("+")[0], None)
         return (
             pip_remedy("Reinstall the same torch release with its dependencies (its CUDA libraries come as separate packages)",
-                       "torch-reinstall", env, install=["torch==%s" % reinstall.split("+")[0]], force_reinstall=True),
+                       "torch-reinstall", env, install=[requirement], force_reinstall=True, index_url=index),
         )
-    return (
-        pip_remedy("Install torch. On Linux the default build is a CUDA build (several GB)", "torch-install", env, install=["torch"]),
-        pip_remedy("Or, on a machine without an NVIDIA GPU, the CPU build", "torch-install-cpu", env, install=["torch"],
-                   index_url=CPU_INDEX),
-    )
+    # PyPI's Linux torch brings GBs of CUDA libraries: where no NVIDIA GPU is here, the CPU build comes first
+    cpu_first = env.os == "linux" and not env.nvidia
+    default = pip_remedy("Or the default build (on Linux a CUDA build, several GB), for an NVIDIA GPU this machine does not show"
+                         if cpu_first else "Install torch. On Linux the default build is a CUDA build (several GB)",
+                         "torch-install", env, install=["torch"])
+    cpu = pip_remedy("Install torch's CPU build: this machine shows no NVIDIA GPU" if cpu_first
+                     else "Or, on a machine without an NVIDIA GPU, the CPU build", "torch-install-cpu", env, install=["torch"],
+                     index_url=CPU_INDEX)
+    return (cpu, default) if cpu_first else (default, cpu)
 
 
 def _frames(text: str, limit: int = 4) -> List[str]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import codes, facts_of, judge, load_fixture
 
 from envdoctor.pipeline.check.registry import load_checks
-from envdoctor.target.model import Severity
+from envdoctor.target.model import Severity, Target
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 NEW = load_fixture("cpu-torch-2.13.0.json")
@@ -168,10 +170,12 @@ def test_no_torch_is_an_error_with_install_advice() -> None:
     findings = diagnose("torch-install", report)
     assert codes(findings) == ["torch-missing"]
     assert findings[0].evidence == ("ModuleNotFoundError: No module named 'torch'",)
-    default, cpu = findings[0].remedies
-    assert default.commands[0].endswith("/bin/python -m pip install torch")
+    # recorded on Linux without an NVIDIA driver: the CPU build first, not PyPI's GBs of CUDA libraries
+    cpu, default = findings[0].remedies
+    assert cpu.id == "torch-install-cpu" and "shows no NVIDIA GPU" in cpu.summary
     assert cpu.commands[0].endswith("install torch --index-url https://download.pytorch.org/whl/cpu")
     assert cpu.action == {"install": ["torch"], "index_url": "https://download.pytorch.org/whl/cpu"}
+    assert default.commands[0].endswith("/bin/python -m pip install torch")
     # what needs torch is skipped; the driver and apex checks still run without it
     ran = {c["id"]: c["status"] for c in report["checks"]}
     assert {i for i, status in ran.items() if status == "skipped"} == {
@@ -179,12 +183,28 @@ def test_no_torch_is_an_error_with_install_advice() -> None:
     assert ran["cuda-compat"] == ran["apex"] == "ok"
 
 
+@pytest.mark.parametrize(("platform", "driver", "first"), [
+    ("linux", None, "torch-install-cpu"),  # no NVIDIA driver: the CPU build first
+    ("linux", "580.95.05", "torch-install"),  # a GPU machine whose torch is missing: the default CUDA build
+    ("win32", None, "torch-install"),  # PyPI's Windows and macOS builds are the CPU builds already
+    ("darwin", None, "torch-install"),
+])
+def test_no_torch_remedy_order_follows_the_machine(platform: str, driver: str, first: str) -> None:
+    report = load_fixture("no-torch.json")
+    env = dataclasses.replace(Target.from_report(report["environment"]), sys_platform=platform, nvidia_driver=driver)
+    [finding] = judge(CHECKS["torch-install"], facts_of(report, "torch-install"), env)
+    assert finding.remedies[0].id == first
+    assert {r.id for r in finding.remedies} == {"torch-install", "torch-install-cpu"}
+
+
 def test_deleted_shared_library_is_an_import_failure_with_reinstall() -> None:
     report = load_fixture("cpu-torch-2.13.0-libtorch-deleted.json")
     findings = diagnose("torch-install", report)
     assert codes(findings) == ["torch-import-failed"]
     assert findings[0].evidence[0] == "ImportError: libtorch_cpu.so: cannot open shared object file: No such file or directory"
-    assert findings[0].remedies[0].commands[0].endswith("install --force-reinstall torch==2.13.0")
+    # 2.13.0+cpu: the same build again, from the index that serves it (PyPI's 2.13.0 is the CUDA build)
+    assert findings[0].remedies[0].commands[0].endswith(
+        "install --force-reinstall torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
 
 
 def test_missing_numpy_is_a_warning() -> None:

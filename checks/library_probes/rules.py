@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.target.cuda_tables import CPU_INDEX
 from envdoctor.target.intent import PART_NAMES, Intent, Setting, config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.platform.menus import gpu_runtime_step
@@ -20,7 +21,6 @@ from envdoctor.target.versions import release_tuple
 from .setups import Setup, other_half
 
 ID = "library-probes"
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # A CPU kernel missing in a half dtype (docs/facts.md §7 "What torch does on CPU": torch 2.0.1's
 # layer_norm, addmm, conv2d, ...).
 MISSING_KERNEL_RE = re.compile(r"not implemented for '(Half|BFloat16)'")

@@ -132,7 +132,7 @@ def fix_distributed(request: CheckRequest, prefer: Sequence[str] = (), on_plan: 
     from envdoctor.pipeline.fix.journal import Journal, state_dir
     from envdoctor.pipeline.fix.lock import hold
     from envdoctor.pipeline.fix.plan import make_plan
-    from envdoctor.pipeline.fix.verify import verdicts
+    from envdoctor.pipeline.fix.verify import new_findings, verdicts
 
     job = _JobRound(request, progress, environ, keep=True, command="fix")
     rank = job.rank.rank
@@ -159,7 +159,9 @@ def fix_distributed(request: CheckRequest, prefer: Sequence[str] = (), on_plan: 
             else:
                 after = job.verify(variables_of(done.plan.applicable))  # rank 0's variables, whatever these are
                 if after is not None:  # what rank 0 verified, judged here the same way
-                    done.verified_by_rank0 = all(v.fixed for v in verdicts(done.plan, done.plan.applicable, after))
+                    applied = done.plan.applicable
+                    caused = new_findings(done.plan, applied, after)[0]
+                    done.verified_by_rank0 = all(v.fixed for v in verdicts(applied, after, caused))
     finally:
         job.pending.close()
     return done, rank

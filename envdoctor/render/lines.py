@@ -56,6 +56,11 @@ def outcome_lines(outcome: Dict[str, Any]) -> List[str]:
         out.append("rolled back:")
         out += ["   %s" % line for line in outcome["rolled_back"]]
     status = outcome.get("status")
+    for finding in outcome.get("revealed") or ():
+        out.append("now seen: %s: %s" % (finding["check"], finding["title"]))
+    if outcome.get("revealed"):
+        out.append("   torch imports now, so the checks judged what they could not before: "
+                   "`envdoctor fix` again plans these.")
     if status == "verified":
         out.append("Fixed and verified (journal %s; `envdoctor undo` reverts it)." % outcome.get("journal"))
     elif status == "partly-verified":

@@ -17,6 +17,9 @@ Cuda = Tuple[int, int]  # a CUDA version: 12.1 -> (12, 1)
 Capability = Tuple[int, int]  # a compute capability: 8.9 -> (8, 9)
 
 DOWNLOAD_INDEX = "https://download.pytorch.org/whl/"
+# the CPU-only wheels (https://pytorch.org/get-started/locally/, "Compute Platform: CPU"): what a
+# machine without an NVIDIA GPU needs, where PyPI's Linux default brings GBs of CUDA libraries
+CPU_INDEX = DOWNLOAD_INDEX + "cpu"
 
 # ---------------------------------------------------------------- §1 driver table
 

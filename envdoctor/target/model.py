@@ -182,6 +182,9 @@ class Target:
     cuda_build: Optional[str] = None  # the CUDA torch was built for ("12.8"), None for a CPU build
     devices: Tuple[str, ...] = ()  # what torch can use: "cpu", "cuda:0", "mps"
     gpus: Tuple[Gpu, ...] = ()
+    # the NVIDIA kernel driver loaded here ("580.95.05", /proc/driver/nvidia/version): an NVIDIA GPU
+    # machine even where no torch and no nvidia-smi says which GPU
+    nvidia_driver: Optional[str] = None
     intent: Optional[Intent] = None  # what the training config asks for (check --config), with where it says so
     rank: Optional[int] = None  # the distributed rank (check --distributed)
     where: Where = field(default_factory=lambda: Where(TERMINAL))  # Colab, Kaggle, a notebook, a terminal: menu steps follow it
@@ -194,6 +197,11 @@ class Target:
     def bf16_gpu(self) -> bool:
         """A GPU with native bf16 here: where a config's "auto" precision means bf16."""
         return any(gpu.bf16 for gpu in self.gpus)
+
+    @property
+    def nvidia(self) -> bool:
+        """An NVIDIA GPU on this machine, whether or not this torch can use it."""
+        return bool(self.gpus) or bool(self.nvidia_driver)
 
     @property
     def half(self) -> str:
@@ -218,6 +226,7 @@ class Target:
             "externally_managed": self.externally_managed, "torch": self.torch, "torch_distribution": self.torch_distribution,
             "torch_import": dict(self.torch_import),
             "cuda_build": self.cuda_build, "devices": list(self.devices), "gpus": [g.to_dict() for g in self.gpus],
+            "nvidia_driver": self.nvidia_driver,
             "intent": self.intent.to_dict() if self.intent else None, "rank": self.rank, "where": self.where.to_dict(),
         }
 
@@ -244,6 +253,7 @@ class Target:
             cuda_build=environment.get("cuda_build"),
             devices=tuple(d for d in environment.get("devices") or () if isinstance(d, str)),
             gpus=tuple(Gpu.from_dict(g) for g in environment.get("gpus") or () if isinstance(g, dict)),
+            nvidia_driver=environment.get("nvidia_driver") or (environment.get("system") or {}).get("nvidia_driver"),
             intent=Intent.from_dict(environment.get("intent")),
             rank=environment.get("rank"),
             where=Where.from_dict(environment.get("where")),

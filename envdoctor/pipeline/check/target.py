@@ -116,6 +116,7 @@ def build_target(interpreter: str, run: RunResult, intent: Optional[Intent], fac
         cuda_build=(torch_facts.get("build") or {}).get("cuda"),
         devices=tuple(str(d.get("id")) for d in torch_facts.get("devices") or () if isinstance(d, dict)),
         gpus=gpus,
+        nvidia_driver=(run.system or {}).get("nvidia_driver") or ((facts.get("cuda-compat") or {}).get("proc_driver") or {}).get("version"),
         intent=intent,
         where=here([g.name for g in gpus]),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.pipeline.fix.choose import actionable
@@ -33,14 +33,17 @@ class Verdict:
 
 
 def request_for(request: CheckRequest, plan: Plan, environ: Dict[str, Optional[str]]) -> CheckRequest:
-    """The original request with every check the first run ran, and the env steps' variables."""
-    return dataclasses.replace(request, only=list(plan.ran), skip=(), environ=dict(request.environ, **environ))
+    """The original request with every check the first run ran, and the env steps' variables.
+    Where torch did not import, the checks it skipped run too: a step may have made torch whole."""
+    if plan.target.torch_ok:
+        request = dataclasses.replace(request, only=list(plan.ran), skip=())
+    return dataclasses.replace(request, environ=dict(request.environ, **environ))
 
 
-def verdicts(plan: Plan, steps: Sequence[Step], after: Report) -> List[Verdict]:
+def verdicts(steps: Sequence[Step], after: Report, caused: Dict[int, List[Finding]]) -> List[Verdict]:
+    """Each step's: fixed when its findings are gone, its checks ran, and it `caused` nothing new."""
     results = {c.id: c for c in after.checks}
     still = actionable(after.findings)
-    caused = new_findings(plan, steps, after)
     out = []
     for step in steps:
         wanted = {(f.check, f.code) for f in step.findings}
@@ -54,23 +57,27 @@ def verdicts(plan: Plan, steps: Sequence[Step], after: Report) -> List[Verdict]:
     return out
 
 
-def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Dict[int, List[Finding]]:
-    """Error findings the first run did not have, by the applied steps that can have caused
-    them: the steps that edited the config a finding names; for one that names no config,
-    the steps that changed packages or variables (else every step)."""
+def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Tuple[Dict[int, List[Finding]], List[Finding]]:
+    """Error findings the first run did not have: by the applied steps that can have caused
+    them (the steps that edited the config a finding names; for one that names no config,
+    the steps that changed packages or variables, else every step), and those no step caused
+    but made visible: where torch did not import, no rule could judge what torch measures,
+    so what it finds once torch imports was there before, unseen, unless a step edited it."""
     new = [f for f in after.findings if f.severity is Severity.ERROR and (f.check, f.code) not in plan.seen]
     out: Dict[int, List[Finding]] = {}
+    revealed: List[Finding] = []
     for finding in new:
         config = (finding.subject or {}).get("config") or {}
         named = _config_path(config.get("file"))
         editors = [s for s in steps if named is not None and named in s.files]
+        if not editors and not plan.target.torch_ok:
+            revealed.append(finding)
+            continue
         if not editors and named is None:
             editors = [s for s in steps if not s.files] or list(steps)
         for step in editors or steps:
             out.setdefault(step.number, []).append(finding)
-    return out
-
-
+    return out, revealed
 def _config_path(file: Any) -> Optional[str]:
     return os.path.realpath(file) if isinstance(file, str) and file else None
 
