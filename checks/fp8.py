@@ -334,8 +334,12 @@ SIGNATURES = (
     # "The quantization method fp8 is not supported for the current GPU. Minimum capability: 90. Current capability: 86."
     Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|fp8e4nv data type is not supported on CUDA arch|"
                                  r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8|"
-                                 r"quantization method fp8 is not supported for the current GPU",
-              cause="fp8 kernels (Triton, Transformer Engine, vLLM) need compute capability 8.9 or newer (Ada, Hopper, Blackwell)",
+                                 r"quantization method fp8 is not supported for the current GPU|"
+                                 # transformers' fp8 quantizers (quantizers/quantizer_fbgemm_fp8.py raises for < 9.0;
+                                 # quantizer_finegrained_fp8.py raised for < 8.9, newer releases dequantize to bf16)
+                                 r"FP8 quantized models is only supported on GPUs with compute capability >= (8\.9|9\.0)",
+              cause="fp8 kernels (Triton, Transformer Engine, vLLM, transformers' fp8 quantizers) need compute capability 8.9 or newer "
+                    "(Ada, Hopper, Blackwell)",
               remedies=(COMPUTE_BF16,)),
     # ROCm: torch's own gate on the ROCm release ("Float8_e4m3fn is only supported for ROCm 6.5 and above"), and
     # MI300 (gfx942), whose float8 is the fnuz variant: "Cannot convert ScalarType Float8_e4m3fn to hipDataType"

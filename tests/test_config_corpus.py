@@ -19,8 +19,8 @@ from envdoctor.target.intent import Intent
 
 SOURCE = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(blob/[0-9a-f]{40}/\S+|issues/\d+|pull/\d+|discussions/\d+)")
 # Tool words in the index -> the reader's tool names
-TOOLS = {"onetrainer": {"onetrainer"}, "axolotl": {"axolotl"}, "accelerate": {"accelerate"}, "autotrain": {"autotrain"},
-         "kohya": {"kohya", "kohya_ss"}, "launch": {"launch"}}
+TOOLS = {"onetrainer": {"onetrainer"}, "axolotl": {"axolotl"}, "accelerate": {"accelerate"}, "autotrain": {"autotrain", "launch"},
+         "kohya": {"kohya", "kohya_ss", "kohya_easy"}, "launch": {"launch"}}
 PRECISION_WORDS = {"no": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "auto": "auto"}
 
 

@@ -599,3 +599,16 @@ def test_every_reader_ignores_the_others_files() -> None:
         scores = {other: module.recognise(doc) for other, module in readers.items() if doc.syntax in module.FORMATS[0].syntaxes}
         assert max(scores, key=lambda k: scores[k]) == name and scores[name] >= 10, (name, scores)
         assert all(score == 0 for other, score in scores.items() if other != name), (name, scores)
+
+
+def test_an_autotrain_cli_line_behind_nohup_reads_peft_and_its_4bit_base() -> None:
+    """A real entrypoint (Snowflake-Labs' autotrain guide, in the config corpus): `nohup autotrain llm ...
+    --use-peft --quantization int4 ... &`, with no --mixed-precision (autotrain's default: none)."""
+    path = Path(__file__).resolve().parent / "data" / "configs" / "autotrain" / "snowflake-spcs-autotrain-llm-int4.sh"
+    intent = read_config(str(path))
+    assert {(s.name, s.value, s.key, s.part, s.default) for s in intent.settings if s.name != "device"} == {
+        ("adapter", "lora", "--use-peft", None, False), ("weight_dtype", "nf4", "--quantization", "model", False),
+        ("precision", "fp32", "--mixed-precision", None, True)}
+    text = path.read_text(encoding="utf-8")
+    found = next(s for s in intent.settings if s.name == "weight_dtype")
+    assert text[found.start:found.end] == "int4"

@@ -460,3 +460,22 @@ def test_a_rewritten_file_keeps_its_owner_when_root_fixes_it(tmp_path: Path) -> 
     [step_action] = planned([str(path)], [CPU_FP32])
     step_action.apply(Step(tmp_path, [str(path)]))  # type: ignore[arg-type]
     assert (os.stat(path).st_uid, os.stat(path).st_gid) == (4321, 4321)  # replaced by a new file, the same owner
+
+
+# LoRA Easy Training Scripts' own test.toml (github.com/derrian-distro/LoRA_Easy_Training_Scripts
+# @ b77c7e59f8c6, in the config corpus): sd-scripts options in [<group>_args.args] tables
+EASY = (Path(__file__).resolve().parent / "data" / "configs" / "kohya" / "derrian-nested-args-fp16.toml").read_text(encoding="utf-8")
+
+
+def test_lora_easy_training_scripts_tables_are_read_and_edited_where_they_are(tmp_path: Path) -> None:
+    intent = read_configs([write(tmp_path, "easy.toml", EASY)])
+    assert [(s.tool, s.name, s.value, s.key) for s in intent.settings if not s.default] == [
+        ("kohya_easy", "precision", "fp16", "general_args.args.mixed_precision")]
+    assert intent.value("adapter") == "lora"  # the backend's networks.lora when no module or algo is written
+    after = fix(tmp_path, "cpu.toml", EASY, CPU_FP32, tomllib.loads, at(("general_args", "args", "mixed_precision"), "no"))
+    assert '[saving_args.args]\noutput_dir = ""\nsave_precision = "fp16"\n' in after
+    # the UI saves a LyCORIS network's options as a table; the backend passes "dora_wd=True" on to LyCORIS
+    dora = EASY + '\n[network_args.args.network_args]\nalgo = "locon"\ndora_wd = true\n'
+    intent = read_configs([write(tmp_path, "dora.toml", dora)])
+    assert (intent.value("adapter"), intent.value("dora")) == ("lora", True)
+    fix(tmp_path, "dora.toml", dora, DORA_OFF, tomllib.loads, at(("network_args", "args", "network_args", "dora_wd"), False))

@@ -12,6 +12,14 @@
   plus "LoRA_type" and "dora_wd"; its config.toml holds the GUI's defaults in tables
   ([accelerate_launch] mixed_precision, [advanced] fp8_base, ...).
 
+- LoRA Easy Training Scripts (github.com/derrian-distro/LoRA_Easy_Training_Scripts, its UI's
+  main_ui_files/MainUI.py saves `{group: {"args": {...}, "dataset_args": {...}}}`): the sd-scripts
+  options sit in `[general_args.args]`, `[network_args.args]`, ... and its backend
+  (github.com/derrian-distro/LoRA_Easy_Training_scripts_Backend utils/validation.py,
+  validate_args) merges every group's args into one namespace, skipping empty values, turns the
+  `network_args` table into sd-scripts' "key=value" strings, takes `algo` as lycoris.kohya and
+  defaults network_module to networks.lora.
+
 `save_precision` is only the dtype of the saved file, and model paths that say "fp16"
 are names: neither is a setting.
 """
@@ -37,6 +45,7 @@ from envdoctor.target.intent import Setting
 
 SCRIPTS = "kohya"
 GUI = "kohya_ss"
+EASY = "kohya_easy"  # LoRA Easy Training Scripts: sd-scripts' options in its own tables
 
 # A key's value and its key path as written ("training_arguments.mixed_precision"), or None.
 Lookup = Callable[[str], Optional[Tuple[str, Node]]]
@@ -130,14 +139,14 @@ def _shadowed(doc: Document, key: str) -> str:
     return "also set at %s; sd-scripts reads the tables in order, so the last one counts" % places
 
 
-def _trained(doc: Document, lookup: Lookup) -> List[Setting]:
+def _trained(doc: Document, lookup: Lookup, tool: str = SCRIPTS) -> List[Setting]:
     # network_train_unet_only / network_train_text_encoder_only (SS/train_network.py L1809-1815)
     out: List[Setting] = []
     for key, trained, frozen in (("network_train_unet_only", "unet", "text_encoder"), ("network_train_text_encoder_only", "text_encoder", "unet")):
         found = _on(lookup, key)
         if found is not None:
-            out.append(setting(doc, found[1], "train", True, SCRIPTS, found[0], part=trained))
-            out.append(setting(doc, found[1], "train", False, SCRIPTS, found[0], part=frozen))
+            out.append(setting(doc, found[1], "train", True, tool, found[0], part=trained))
+            out.append(setting(doc, found[1], "train", False, tool, found[0], part=frozen))
     return out
 
 
@@ -236,7 +245,10 @@ def recognise_gui_json(doc: Document) -> int:
         return 20
     gui = sum(1 for key in _GUI_KEYS if key in root.value)
     scripts = sum(1 for key in _SCRIPT_KEYS if key in root.value)
-    return 10 + gui + min(scripts, 5) if gui >= 2 and scripts >= 2 else 0
+    if gui >= 2 and scripts >= 2:
+        return 10 + gui + min(scripts, 5)
+    # sd-scripts' own option names as JSON (a notebook's parameter file): the GUI opens these by name too
+    return 5 + min(scripts, 5) if scripts >= 4 and any(key in root.value for key in _SCRIPT_ONLY) else 0
 
 
 def read_gui_json(doc: Document) -> List[Setting]:
@@ -266,7 +278,68 @@ def label_gui_json(doc: Document) -> str:
     lora_type = doc.root.get("LoRA_type")
     if lora_type is not None and isinstance(lora_type.value, str):
         return "kohya_ss GUI config (LoRA_type %s)" % lora_type.value
+    if not any(key in doc.root.value for key in _GUI_KEYS):
+        return "kohya sd-scripts options as JSON"
     return "kohya_ss GUI config"
+
+
+# -- LoRA Easy Training Scripts: the sd-scripts options in `[<group>_args.args]` tables
+
+def _easy_groups(doc: Document) -> List[str]:
+    """The groups whose `args` table holds sd-scripts options (general_args, network_args, ...)."""
+    return [name for name, node in doc.root.value.items()
+            if name.endswith("_args") and node.kind == "mapping" and getattr(node.get("args"), "kind", None) == "mapping"]
+
+
+def recognise_easy(doc: Document) -> int:
+    if doc.root.kind != "mapping":
+        return 0
+    groups = _easy_groups(doc)
+    return 30 + len(groups) if len(groups) >= 2 and "general_args" in groups else 0
+
+
+def _easy_lookup(doc: Document) -> Lookup:
+    def lookup(key: str) -> Optional[Tuple[str, Node]]:
+        found = [("%s.args.%s" % (group, key), node) for group in _easy_groups(doc)
+                 for node in (doc.root.get(group, "args", key),) if node is not None]
+        return found[-1] if found else None  # the backend merges the groups in order
+    return lookup
+
+
+def read_easy(doc: Document) -> List[Setting]:
+    lookup = _easy_lookup(doc)
+    out = _precision(doc, EASY, lookup, "mixed_precision", default_raw="no")
+    out += _weights(doc, EASY, lookup)
+    out += _trained(doc, lookup, EASY)
+    found = lookup("network_args")
+    args = found[1] if found is not None and found[1].kind == "mapping" else None
+    algo = args.get("algo") if args is not None else None
+    module = lookup("network_module")
+    if algo is None:  # networks.lora (the backend's default), or the module written
+        name = module[1].value.strip() if module is not None and isinstance(module[1].value, str) else "networks.lora"
+        adapter_name = next((adapter for prefix, adapter in _MODULE_PREFIXES if name.startswith(prefix)), None)
+        if adapter_name is not None:
+            out.append(setting(doc, module[1], "adapter", adapter_name, EASY, module[0]) if module is not None
+                       else default(doc, "adapter", adapter_name, name, EASY, "network_args.args.network_module"))
+        return out
+    adapter = ALGOS.get(str(algo.value).strip().lower(), "")
+    key = "%s.algo" % found[0] if found is not None else "algo"
+    if adapter:
+        out.append(setting(doc, algo, "adapter", adapter, EASY, key))
+    if adapter in ("lora", "loha", "lokr"):  # weight decomposition is for these (LyCORIS docs/Network-Args.md)
+        dora = args.get("dora_wd") if args is not None else None
+        if dora is not None and found is not None:
+            # passed on as "dora_wd=<value>" and read by LyCORIS' str_bool: anything but "false" is True
+            out.append(setting(doc, dora, "dora", str(dora.value).strip().lower() != "false", EASY, "%s.dora_wd" % found[0]))
+        else:
+            out.append(default(doc, "dora", False, "False", EASY, "network_args.args.network_args.dora_wd"))
+    return out
+
+
+def write_easy(doc: Document, found: Setting, value: Any) -> List[Change]:
+    if found.name == "dora" and isinstance(value, bool) and not found.default:
+        return [Change(setting_path(doc, found), value, found.key)]  # a value in the network_args table
+    return _write(doc, EASY, _easy_lookup(doc), found, value)
 
 
 # -- kohya_ss GUI: config.toml
@@ -302,7 +375,8 @@ def _gui_tables(doc: Document) -> int:
 # -- writing (CONFIG-FORMATS.md "kohya", Edits). mixed_precision in kohya's own words; the
 # flags it couples (asserts in SS/train_network.py L813-834: full_fp16 needs "fp16",
 # full_bf16 needs "bf16", fp8_base needs a mixed precision) follow it.
-WRITE_PRECISIONS = {SCRIPTS: precision_spellings(("no", "fp16", "bf16")), GUI: precision_spellings(PRECISIONS)}
+WRITE_PRECISIONS = {SCRIPTS: precision_spellings(("no", "fp16", "bf16")), GUI: precision_spellings(PRECISIONS),
+                    EASY: precision_spellings(("no", "fp16", "bf16"))}
 FULL = {"fp16": "full_fp16", "bf16": "full_bf16"}  # the whole U-Net in that dtype
 FP8_FLAGS = ("fp8_base", "fp8_base_unet")
 
@@ -361,7 +435,7 @@ def _write(doc: Document, tool: str, lookup: Lookup, found: Setting, value: Any)
     raise Unwritable("envdoctor does not write %s's %s as %s" % (TOOL_NAMES[tool], found.key, value))
 
 
-TOOL_NAMES = {SCRIPTS: "kohya sd-scripts", GUI: "kohya_ss"}
+TOOL_NAMES = {SCRIPTS: "kohya sd-scripts", GUI: "kohya_ss", EASY: "LoRA Easy Training Scripts"}
 
 
 def _flags_off(doc: Document, lookup: Lookup, flags: List[str]) -> List[Change]:
@@ -393,4 +467,6 @@ FORMATS: Tuple[Format, ...] = (
     Format(tool=GUI, syntaxes=("json",), recognise=recognise_gui_json, read=read_gui_json, label=label_gui_json, write=write_gui_json),
     Format(tool=GUI, syntaxes=("toml",), recognise=recognise_gui_toml, read=read_gui_toml, label=lambda doc: "kohya_ss GUI config.toml",
            write=write_gui_toml),
+    Format(tool=EASY, syntaxes=("toml",), recognise=recognise_easy, read=read_easy,
+           label=lambda doc: "LoRA Easy Training Scripts config (kohya sd-scripts)", write=write_easy),
 )

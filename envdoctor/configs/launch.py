@@ -50,9 +50,14 @@ def read(doc: Document) -> List[Setting]:
     found: List[Setting] = []
     for section in ("launcher_flags", "script_flags"):  # in this order: the script's flag wins
         found += _precision(doc, root, section)
+    launcher = root.get("launcher")
+    if not found and launcher is not None and launcher.value == "autotrain":
+        # the CLI's --mixed-precision defaults to None, as the YAML's params.mixed_precision (configs/autotrain.py)
+        found.append(default(doc, "precision", "fp32", None, TOOL, "--mixed-precision"))
     found += _device(doc, root)
     found += _distributed(doc, root)
     found += _adapter(doc, root)
+    found += _autotrain_llm(doc, root)
     return found
 
 
@@ -120,6 +125,28 @@ def _adapter(doc: Document, root: Node) -> List[Setting]:
             on = _switch(node)
             if on is not None:
                 found.append(setting(doc, node, "dora", on, TOOL, written))
+    return found
+
+
+def _autotrain_llm(doc: Document, root: Node) -> List[Setting]:
+    """`autotrain llm ... --use-peft --quantization int4`: the CLI's names for the YAML's `params.peft` and
+    `params.quantization` (autotrain-advanced cli/run_llm.py), read as the YAML is (configs/autotrain.py):
+    with peft, the base loads in bitsandbytes nf4 (int4, the default) or 8-bit (int8)."""
+    launcher, script = root.get("launcher"), root.get("script")
+    if launcher is None or launcher.value != "autotrain" or script is None or script.value != "llm":
+        return []
+    flags = _flags(root, "script_flags")
+    peft = flags.get("--use_peft") or flags.get("--peft")
+    if peft is None or not _switch(peft[1]):
+        return []
+    found = [setting(doc, peft[1], "adapter", "lora", TOOL, peft[0])]
+    written = flags.get("--quantization")
+    if written is None:
+        return found + [default(doc, "weight_dtype", "nf4", "int4", TOOL, "--quantization", part="model", note="bitsandbytes nf4")]
+    word = str(written[1].value).strip().lower()
+    if word in ("int4", "int8"):
+        dtype = "nf4" if word == "int4" else "int8"
+        found.append(setting(doc, written[1], "weight_dtype", dtype, TOOL, written[0], part="model", note="bitsandbytes %s" % dtype))
     return found
 
 

@@ -38,6 +38,8 @@ PYTHON_SWITCHES = frozenset("-" + c for c in "bBdEhiIOPqsSuvVx")
 # `python -m MODULE` that is not a training run
 NOT_TRAINING_MODULES = ("pip", "venv", "ensurepip", "virtualenv", "http.server", "site")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# commands that run the rest of their line (`nohup autotrain llm ... &`, `exec accelerate launch ...`)
+_PREFIX_COMMANDS = ("nohup", "exec", "time", "env", "command", "nice")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?(\.exe)?$")
 _INLINE = re.compile(r"^(['\"]?)(-{1,2}[A-Za-z0-9][\w.-]*)=")  # `--flag=value`, or all of it in quotes
 
@@ -175,7 +177,8 @@ def _unterminated(file: str, text: str, offset: int) -> ConfigError:
 def _launch(text: str, words: List[Word]) -> Optional[Node]:
     """The tree of a command that starts a training run, None for any other command."""
     i = 0
-    while i < len(words) and _ASSIGNMENT.match(words[i].value):  # CUDA_VISIBLE_DEVICES=0 accelerate launch ...
+    # CUDA_VISIBLE_DEVICES=0 accelerate launch ..., nohup python train.py ...
+    while i < len(words) and (_ASSIGNMENT.match(words[i].value) or words[i].value in _PREFIX_COMMANDS):
         i += 1
     if i == len(words):
         return None

@@ -52,7 +52,7 @@ class Setting:
 
     name: str  # one of NAMES
     value: Any  # envdoctor's vocabulary (above)
-    tool: str  # "onetrainer", "autotrain", "kohya", "kohya_ss", "accelerate", "axolotl", "launch"
+    tool: str  # "onetrainer", "autotrain", "kohya", "kohya_ss", "kohya_easy", "accelerate", "axolotl", "launch"
     file: str  # the path as the user gave it
     key: str  # the key path as the tool spells it: "params.mixed_precision", "unet.weight_dtype", "--mixed_precision"
     raw: Any = None  # the tool's own value: "FLOAT_16", "no", True
@@ -93,6 +93,7 @@ TOOL_LABELS = {
     "autotrain": "autotrain-advanced",
     "kohya": "kohya sd-scripts",
     "kohya_ss": "kohya_ss",
+    "kohya_easy": "LoRA Easy Training Scripts",
     "accelerate": "accelerate",
     "axolotl": "axolotl",
     "launch": "the launch line",
