@@ -314,7 +314,7 @@ SIGNATURES = (
               cause="an operation has no kernel for float8: cast to bf16/fp16 before it",
               remedies=PROMOTION_REMEDIES + (KEEP_BF16,)),
     Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability|"
-                                 r"torch\._scaled_mm is only supported on (CUDA devices|GPUs) with",
+                                 r"torch\._scaled_mm is only supported on (CUDA devices|GPUs|devices) with",
               cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
               remedies=(COMPUTE_BF16,)),
     # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
@@ -324,6 +324,13 @@ SIGNATURES = (
               cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
               remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "
                                "Ada/Hopper GPU", id="compute-bf16"),)),
+    # ptxas refuses fp8 conversions the target or the PTX version lacks: "Feature 'cvt with .e4m3x2/.e5m2x2 on sm_89'
+    # requires PTX ISA .version 8.1 or later" (a Triton that capped PTX at 8.0; github.com/triton-lang/triton/pull/3910)
+    # or "... requires .target sm_89 or higher" on an older GPU (PTX ISA notes, cvt: e4m3x2/e5m2x2 need sm_89)
+    Signature("no-fp8-hardware", r"Feature '[^']*e[45]m[23]x2[^']*' requires (PTX ISA \.version|\.target sm_)",
+              cause="the GPU compiler refused fp8 conversions: the GPU is below sm_89, or the Triton that ships with this "
+                    "torch emits too old a PTX version for them",
+              remedies=(Remedy("Upgrade torch (and the Triton it pins) on an Ada/Hopper GPU, or compute in bf16/fp16", id="compute-bf16"),)),
     Signature("float8-mps", r"Trying to convert Float8_\w+ to the MPS backend",
               cause="Apple's MPS has no float8 dtype: fp8 weights cannot be moved to the Mac's GPU",
               remedies=(Remedy("Load fp8 checkpoints as fp16 on a Mac (ComfyUI `--fp16-unet`, diffusers `torch_dtype=torch.float16`), "

@@ -58,6 +58,11 @@ SIGNATURES = (
                                "without `load_in_4bit`/`load_in_8bit`), then quantize the merged model if needed; or keep the "
                                "adapter separate", id="merge-unquantized"),
                         Remedy("Or upgrade peft (0.7+ dequantizes 4/8-bit bases to merge)", id="peft-upgrade"))),
+    # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
+    Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
+              cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",
+              remedies=(Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged "
+                               "model with GPTQ again if needed; or serve the adapter unmerged", id="merge-unquantized"),)),
     Signature("adapter-on-quantized-base", r"KeyError: '[\w.]+\.(_data|_scale)'", frames=(r"optimum/quanto/",), frames_required=True,
               cause="the adapter was loaded into a base quantized by optimum-quanto, whose packed weights the LoRA loader "
                     "cannot address",
