@@ -479,3 +479,14 @@ def test_lora_easy_training_scripts_tables_are_read_and_edited_where_they_are(tm
     intent = read_configs([write(tmp_path, "dora.toml", dora)])
     assert (intent.value("adapter"), intent.value("dora")) == ("lora", True)
     fix(tmp_path, "dora.toml", dora, DORA_OFF, tomllib.loads, at(("network_args", "args", "network_args", "dora_wd"), False))
+
+
+def test_autotrain_quantization_int4_becomes_null_where_bitsandbytes_cannot_load(tmp_path: Path) -> None:
+    """A user's autotrain LLM config (NewPlus/TrainPractice, in the config corpus): `peft: true`, `quantization:
+    int4`. Without bitsandbytes the base loads unquantized in the mixed precision's dtype: `quantization: null`."""
+    text = (Path(__file__).resolve().parent / "data" / "configs" / "autotrain" / "trainpractice-sft-ko-int4-bf16.yaml").read_text(
+        encoding="utf-8")
+    action = {"set": {"weight_dtype": "bf16"}, "when": {"weight_dtype": "nf4"}}
+    after = fix(tmp_path, "sft.yaml", text, action, yaml.safe_load, at(("params", "quantization"), None))
+    assert "  quantization: null\n" in after and "  peft: true\n" in after
+    assert read_configs([write(tmp_path, "after.yaml", after)]).asks("weight_dtype", "nf4") == []

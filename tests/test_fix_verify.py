@@ -82,3 +82,40 @@ def test_with_torch_importing_before_a_new_error_is_blamed_on_the_package_steps(
     assert revealed == [] and [f.code for f in caused[1]] == ["config-device-missing"]
     [verdict] = verdicts([step], after, caused)
     assert not verdict.fixed and any(e.startswith("new since the fix: torch-install") for e in verdict.evidence)
+
+
+def test_a_manual_steps_finding_still_there_after_the_fix_is_left_to_the_user_and_exit_1() -> None:
+    """open-r1's FSDP recipe on a machine without a GPU: one process per GPU, which only `accelerate config`
+    (the user) can change. A fix that verified its other steps must not end in exit 0 with that left."""
+    from envdoctor.pipeline.fix.apply import FixOutcome
+    from envdoctor.pipeline.fix.verify import left
+
+    config = FIXTURES.parent / "data" / "configs" / "accelerate" / "open-r1-fsdp.yaml"
+    report = _after(config, Report(environment=load_fixture("cpu-torch-2.13.0.json")["environment"], checks=[]).target)
+    manual = [f for f in report.findings if f.code == "config-distributed-no-gpu"]
+    assert manual and all(r.kind == "manual" for r in manual[0].remedies)
+    assert left(manual, report) == manual
+    outcome = FixOutcome(status="verified", left=left(manual, report))
+    assert outcome.exit_code == 1 and outcome.to_dict()["left"][0]["code"] == "config-distributed-no-gpu"
+    answered = Report(report.environment, [CheckResult("torch-install", "torch installation", Status.OK)])
+    assert left(manual, answered) == [] and FixOutcome(status="verified", left=left(manual, answered)).exit_code == 0
+
+
+def test_a_package_that_does_not_import_after_the_fix_is_blamed_on_the_step_that_installed_it() -> None:
+    """Seen for real on torch 2.0.1 with numpy 2: the plan installed bitsandbytes (its latest, 0.45.5, then failed
+    to import there) and downgraded numpy; the numpy step, verified, must not be rolled back for bitsandbytes."""
+    from envdoctor.target.remedies.actions import pip_remedy
+
+    before = Report(environment=load_fixture("cpu-torch-2.0.1.json")["environment"], checks=[])
+    env = before.target
+    bnb = Finding("quantized-base", "bitsandbytes-missing", Severity.ERROR, "bitsandbytes does not import here", (), ())
+    numpy = Finding("torch-install", "numpy-abi", Severity.WARNING, "numpy 2.1.3 does not work with this torch build", (), ())
+    steps = [Step(1, "pip", pip_remedy("Install bitsandbytes", "bitsandbytes-install", env, install=["bitsandbytes"]), [bnb]),
+             Step(2, "pip", pip_remedy("numpy<2", "numpy-downgrade", env, install=["numpy<2"]), [numpy])]
+    broken = Finding("extension-abi", "import-fails", Severity.ERROR, "bitsandbytes 0.45.5 does not import", (), (),
+                     {"package": "bitsandbytes", "version": "0.45.5", "torch": "2.0.1"})
+    after = Report(environment=before.environment, checks=[CheckResult("extension-abi", "compiled extensions", Status.ERROR, findings=[broken])])
+    caused, revealed = new_findings(_plan(before, steps), steps, after)
+    assert caused == {1: [broken]} and revealed == []
+    fixed = {v.number: v.fixed for v in verdicts(steps, after, caused)}
+    assert fixed == {1: False, 2: True}

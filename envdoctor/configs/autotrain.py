@@ -148,6 +148,10 @@ def write(doc: Document, found: Setting, value: Any) -> List[Change]:
         if value not in WRITE_PRECISIONS:
             tool_word({}, value, "autotrain's mixed_precision")
         return [Change(setting_path(doc, found), WRITE_PRECISIONS[value], "params.mixed_precision")]
+    if found.name == "weight_dtype" and found.key == "params.quantization" and value in ("fp32", "fp16", "bf16"):
+        # null: no BitsAndBytesConfig (trainers/clm/utils.py makes one for int4 / int8 only); the base then loads in
+        # the dtype of the mixed precision
+        return [Change(setting_path(doc, found), None, "params.quantization")]
     if found.name == "device":
         raise Unwritable("autotrain has no device key: it trains on the GPU whenever torch.cuda.is_available()")
     if found.name == "dora":

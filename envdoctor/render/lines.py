@@ -61,8 +61,11 @@ def outcome_lines(outcome: Dict[str, Any]) -> List[str]:
     if outcome.get("revealed"):
         out.append("   torch imports now, so the checks judged what they could not before: "
                    "`envdoctor fix` again plans these.")
+    for finding in outcome.get("left") or ():
+        out.append("still yours: %s: %s (the plan's manual step)" % (finding["check"], finding["title"]))
     if status == "verified":
-        out.append("Fixed and verified (journal %s; `envdoctor undo` reverts it)." % outcome.get("journal"))
+        out.append("Fixed and verified (journal %s; `envdoctor undo` reverts it)%s." % (
+            outcome.get("journal"), "; the manual steps above are left for you" if outcome.get("left") else ""))
     elif status == "partly-verified":
         kept = ", ".join(str(n) for n in outcome.get("kept") or ())
         out.append("Partly fixed: step %s kept and verified, the rest rolled back (journal %s; `envdoctor undo` reverts what was kept)."

@@ -20,7 +20,7 @@ from envdoctor.pipeline.fix.action import FixError
 from envdoctor.pipeline.fix.journal import Journal, JournalError, RunJournal
 from envdoctor.pipeline.fix.plan import Plan, Step
 from envdoctor.pipeline.fix.undo import UNDOABLE, undo_run, undo_steps
-from envdoctor.pipeline.fix.verify import Verdict, gone, new_findings, request_for, verdicts
+from envdoctor.pipeline.fix.verify import Verdict, gone, left, new_findings, request_for, verdicts
 from envdoctor.target.model import Finding, Report
 from envdoctor.target.version import __version__
 
@@ -36,6 +36,7 @@ class FixOutcome:
     verdicts: List[Verdict] = field(default_factory=list)
     also_gone: List[Finding] = field(default_factory=list)
     revealed: List[Finding] = field(default_factory=list)  # errors torch's import now lets the checks see
+    left: List[Finding] = field(default_factory=list)  # the manual steps' and unanswered findings still there
     rollback: List[str] = field(default_factory=list)
     after: Optional[Report] = None
     kept: List[int] = field(default_factory=list)  # applied, verified and still in place
@@ -43,7 +44,7 @@ class FixOutcome:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == "verified" and not self.revealed else 1
+        return 0 if self.status == "verified" and not self.revealed and not self.left else 1
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -56,6 +57,7 @@ class FixOutcome:
             "verified": [v.to_dict() for v in self.verdicts],
             "also_fixed": [{"check": f.check, "code": f.code, "title": f.title} for f in self.also_gone],
             "revealed": [{"check": f.check, "code": f.code, "title": f.title} for f in self.revealed],
+            "left": [{"check": f.check, "code": f.code, "title": f.title} for f in self.left],
             "rolled_back": list(self.rollback),
             "exit_code": self.exit_code,
         }
@@ -158,7 +160,8 @@ def _apply(plan: Plan, request: CheckRequest, run: RunJournal, outcome: FixOutco
     outcome.after = after
     caused, outcome.revealed = new_findings(plan, applied, after)
     outcome.verdicts = verdicts(applied, after, caused)
-    outcome.also_gone = gone([f for s in plan.steps if s.action is None for f in s.findings] + plan.unresolved, after)
+    unanswered = [f for s in plan.steps if s.action is None for f in s.findings] + plan.unresolved
+    outcome.also_gone, outcome.left = gone(unanswered, after), left(unanswered, after)
     not_fixed = [v.number for v in outcome.verdicts if not v.fixed]
     for number in not_fixed:
         outcome.dropped[number] = "not fixed: its findings are still there after it"

@@ -14,6 +14,8 @@ from envdoctor.pipeline.check.request import CheckRequest
 from envdoctor.pipeline.fix.choose import actionable
 from envdoctor.pipeline.fix.plan import Plan, Step
 from envdoctor.target.model import CheckResult, Finding, Report, Severity, Status
+from envdoctor.target.remedies.actions import action_names
+from envdoctor.target.versions import requirement_name
 
 BROKEN = (Status.CRASHED, Status.TIMEOUT, Status.SKIPPED)
 
@@ -59,8 +61,9 @@ def verdicts(steps: Sequence[Step], after: Report, caused: Dict[int, List[Findin
 
 def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Tuple[Dict[int, List[Finding]], List[Finding]]:
     """Error findings the first run did not have: by the applied steps that can have caused
-    them (the steps that edited the config a finding names; for one that names no config,
-    the steps that changed packages or variables, else every step), and those no step caused
+    them (the steps that edited the config a finding names; for one that names no config, the
+    steps that changed the package it names, else those that changed packages or variables,
+    else every step), and those no step caused
     but made visible: where torch did not import, no rule could judge what torch measures,
     so what it finds once torch imports was there before, unseen, unless a step edited it."""
     new = [f for f in after.findings if f.severity is Severity.ERROR and (f.check, f.code) not in plan.seen]
@@ -74,10 +77,17 @@ def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Tuple[Dict
             revealed.append(finding)
             continue
         if not editors and named is None:
-            editors = [s for s in steps if not s.files] or list(steps)
+            editors = _installers(steps, (finding.subject or {}).get("package")) or [s for s in steps if not s.files] or list(steps)
         for step in editors or steps:
             out.setdefault(step.number, []).append(finding)
     return out, revealed
+def _installers(steps: Sequence[Step], package: Any) -> List[Step]:
+    """The steps that changed the package a finding names: a bitsandbytes that does not import is the
+    bitsandbytes install's doing, not the numpy downgrade's beside it."""
+    name = requirement_name(package) if isinstance(package, str) else None
+    return [s for s in steps if name and name in action_names(s.remedy.action, ("install", "upgrade", "uninstall"))]
+
+
 def _config_path(file: Any) -> Optional[str]:
     return os.path.realpath(file) if isinstance(file, str) and file else None
 
@@ -87,6 +97,12 @@ def gone(findings: Sequence[Finding], after: Report) -> List[Finding]:
     still = {(f.check, f.code) for f in actionable(after.findings)}
     ran = {c.id for c in after.checks if c.status not in BROKEN}
     return [f for f in findings if f.check in ran and (f.check, f.code) not in still]
+
+
+def left(findings: Sequence[Finding], after: Report) -> List[Finding]:
+    """Findings with no step of their own (manual, no remedy) that are still there: the user's to do."""
+    answered = gone(findings, after)
+    return [f for f in findings if f not in answered]
 
 
 def _check_line(result: CheckResult) -> str:
