@@ -110,6 +110,10 @@ def _dreambooth(doc: Document, root: Node, params: Optional[Node], precision: Se
     return found
 
 
+# `quantization` → the bitsandbytes base it loads (trainers/clm/utils.py L930-941); the default with peft is int4
+QUANTIZED = {"int4": "nf4", "int8": "int8"}
+
+
 def _llm(doc: Document, params: Optional[Node]) -> List[Setting]:
     """`params.peft` (default False) puts LoRA on the base; only then is `quantization`
     (default "int4") applied: int4 loads bitsandbytes nf4, int8 loads 8-bit
@@ -126,8 +130,8 @@ def _llm(doc: Document, params: Optional[Node]) -> List[Setting]:
     key = "params.quantization"
     if node is None:
         found.append(default(doc, "weight_dtype", "nf4", "int4", TOOL, key, part="model", note="bitsandbytes nf4"))
-    elif isinstance(node.value, str) and node.value.strip().lower() in ("int4", "int8"):
-        dtype = "nf4" if node.value.strip().lower() == "int4" else "int8"
+    elif isinstance(node.value, str) and node.value.strip().lower() in QUANTIZED:
+        dtype = QUANTIZED[node.value.strip().lower()]
         found.append(setting(doc, node, "weight_dtype", dtype, TOOL, key, part="model", note="bitsandbytes %s" % dtype))
     return found
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.configs.autotrain import QUANTIZED
 from envdoctor.configs.document import Document, Node
 from envdoctor.configs.parse_shell import normal_flag
 from envdoctor.configs.reading import (
@@ -143,9 +144,8 @@ def _autotrain_llm(doc: Document, root: Node) -> List[Setting]:
     written = flags.get("--quantization")
     if written is None:
         return found + [default(doc, "weight_dtype", "nf4", "int4", TOOL, "--quantization", part="model", note="bitsandbytes nf4")]
-    word = str(written[1].value).strip().lower()
-    if word in ("int4", "int8"):
-        dtype = "nf4" if word == "int4" else "int8"
+    dtype = QUANTIZED.get(str(written[1].value).strip().lower())
+    if dtype:
         found.append(setting(doc, written[1], "weight_dtype", dtype, TOOL, written[0], part="model", note="bitsandbytes %s" % dtype))
     return found
 
