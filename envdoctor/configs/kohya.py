@@ -41,7 +41,7 @@ from envdoctor.configs.reading import (
     setting_path,
     tool_word,
 )
-from envdoctor.target.intent import Setting
+from envdoctor.target.intent import TOOL_LABELS, Setting, whose
 
 SCRIPTS = "kohya"
 GUI = "kohya_ss"
@@ -409,7 +409,7 @@ def write_gui_toml(doc: Document, found: Setting, value: Any) -> List[Change]:
 def _write(doc: Document, tool: str, lookup: Lookup, found: Setting, value: Any) -> List[Change]:
     path = setting_path(doc, found)
     if found.name == "precision":
-        word = tool_word(WRITE_PRECISIONS[tool], value, "%s's mixed_precision" % TOOL_NAMES[tool])
+        word = tool_word(WRITE_PRECISIONS[tool], value, "%s mixed_precision" % whose(tool))
         changes = [Change(path, word, found.key)]
         off = [*FULL.values(), *FP8_FLAGS] if value == "fp32" else [flag for dtype, flag in FULL.items() if dtype != value]
         changes += _flags_off(doc, lookup, off)
@@ -431,11 +431,10 @@ def _write(doc: Document, tool: str, lookup: Lookup, found: Setting, value: Any)
         if not found.default:  # the "dora_wd=True" string inside network_args; LyCORIS reads it with str_bool
             return [Change(path, "dora_wd=%s" % value, found.key)]
     if found.name == "device":
-        raise Unwritable("%s has no device key: accelerate's config and `--cpu` decide" % TOOL_NAMES[tool])
-    raise Unwritable("envdoctor does not write %s's %s as %s" % (TOOL_NAMES[tool], found.key, value))
+        raise Unwritable("%s has no device key: accelerate's config and `--cpu` decide" % TOOL_LABELS[tool])
+    raise Unwritable("envdoctor does not write %s %s as %s" % (whose(tool), found.key, value))
 
 
-TOOL_NAMES = {SCRIPTS: "kohya sd-scripts", GUI: "kohya_ss", EASY: "LoRA Easy Training Scripts"}
 
 
 def _flags_off(doc: Document, lookup: Lookup, flags: List[str]) -> List[Change]:

@@ -71,7 +71,7 @@ class Setting:
         name = os.path.basename(self.file) or self.file
         leaf = self.key.rsplit(".", 1)[-1] if not self.key.startswith("-") else self.key
         if self.default:
-            return "%s: `%s` absent, %s's default %s" % (name, leaf, TOOL_LABELS.get(self.tool, self.tool), _shown(self.raw))
+            return "%s: `%s` absent, %s default %s" % (name, leaf, whose(self.tool), _shown(self.raw))
         text = clipped(self.source) if self.source is not None else _shown(self.raw)
         place = "%s:%d" % (name, self.line) if self.line else name
         if self.key.startswith("-"):  # a launch flag: `--mixed_precision fp16`, or a switch alone: `--cpu`
@@ -98,6 +98,12 @@ TOOL_LABELS = {
     "axolotl": "axolotl",
     "launch": "the launch line",
 }
+
+
+def whose(tool: str) -> str:
+    """"OneTrainer's", "LoRA Easy Training Scripts'": the tool's label as a possessive."""
+    label = TOOL_LABELS.get(tool, tool)
+    return label + ("'" if label.endswith("s") else "'s")
 
 
 # The most of a value any message shows: a setting is a word or a path, and a 9 MB value
