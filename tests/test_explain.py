@@ -35,16 +35,17 @@ def top(text: str) -> str:
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
 # right), then 264 gathered for issue 25, 125 more for its weakest families, 70 for the distributed family
-# and adapters on quantized bases, and 35 for fp8, adapters on quantized bases and bf16, each batch split by a hash
-# of their address: dev-2 ... dev-5 (signatures written against them) and holdout-2 ... holdout-5 (never read
-# while writing signatures: the figure a user meets).
+# and adapters on quantized bases, 35 for fp8, adapters on quantized bases and bf16, and 33 for adapters, NaN
+# outputs and NCCL, each batch split by a hash of their address: dev-2 ... dev-6 (signatures written against them)
+# and holdout-2 ... holdout-6 (never read while writing signatures: the figure a user meets).
 FIRST = [c for c in CASES if c.header.get("set") in (None, "holdout")]
-DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3", "dev-4", "dev-5")]
+DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3", "dev-4", "dev-5", "dev-6")]
 HOLDOUT_2 = [c for c in CASES if c.header.get("set") == "holdout-2"]
 HOLDOUT_3 = [c for c in CASES if c.header.get("set") == "holdout-3"]
 HOLDOUT_4 = [c for c in CASES if c.header.get("set") == "holdout-4"]
 HOLDOUT_5 = [c for c in CASES if c.header.get("set") == "holdout-5"]
-HELD_OUT = HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4 + HOLDOUT_5
+HOLDOUT_6 = [c for c in CASES if c.header.get("set") == "holdout-6"]
+HELD_OUT = HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4 + HOLDOUT_5 + HOLDOUT_6
 
 
 def right(case: Case) -> bool:
@@ -77,22 +78,23 @@ def _score(name: str, cases: List[Case]) -> float:
 def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print("\ntraceback corpus (tests/data/tracebacks/README.md):")
-        first, dev = _score("first 104", FIRST), _score("dev-2 ... dev-5", DEV)
+        first, dev = _score("first 104", FIRST), _score("dev-2 ... dev-6", DEV)
         held = _score("holdout-2 (never read for a signature)", HOLDOUT_2)
         _score("holdout-3 (never read for a signature)", HOLDOUT_3)
         _score("holdout-4 (never read for a signature)", HOLDOUT_4)
         _score("holdout-5 (never read for a signature)", HOLDOUT_5)
+        _score("holdout-6 (never read for a signature)", HOLDOUT_6)
         held_23 = _score("holdout-2 + holdout-3", HOLDOUT_2 + HOLDOUT_3)
-        held_all = _score("held out, all four", HELD_OUT)
+        held_all = _score("held out, all five", HELD_OUT)
         _score("all", CASES)
         for case in FIRST + DEV:  # the held-out misses are not printed: reading them is writing against them
             if not right(case):
                 print("  miss: %s: expected %s, got %s" % (case.name, case.expect, top(case.body)))
     assert first == 1.0
     assert dev >= 0.90
-    assert held >= 0.90  # measured 90.7% (issue 25 aims at 90%)
+    assert held >= 0.90  # measured 91.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.78  # measured 78.4%: holdout-4 and -5 add the distributed family and adapters on quantized bases
+    assert held_all >= 0.79  # measured 79.8%: holdout-4 to -6 add the distributed family and adapters on quantized bases
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
@@ -338,8 +340,20 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("fp8--triton-nightly-sm89-fp8-cvt-needs-ptx-8-1", "no-fp8-hardware"),
     # peft refusing to merge into a GPTQ base (dev-5)
     ("dora-fp8--llamafactory-merge-lora-into-gptq-int4-model", "adapter-on-quantized-base"),
+    # the trainers' own merge refusals, peft's "Target module WQLinear_GEMM ... is not supported" (dev-6)
+    ("dora-fp8--llamafactory-qlora-on-quantized-base-cannot-merge-adapters", "adapter-on-quantized-base"),
+    ("dora-fp8--ms-swift-qwen2-72b-awq-qlora-merge-lora-assert", "adapter-on-quantized-base"),
+    ("dora-fp8--transformers-awq-wqlinear-gemm-lora-target-not-supported", "adapter-on-quantized-base"),
+    # CUDA's 217 inside NCCL: peer access refused between two consumer GPUs (dev-6)
+    ("distributed--raylight-two-4090-all-reduce-cuda-failure-217-p2p", "collective-fails"),
+    # ncclSystemError with nothing around it (dev-6)
+    ("distributed--dekr-docker-ncclsystemerror-ipc-host", "system-error"),
+    # NaN pixels told by numpy's cast warning at diffusers' `(images * 255).round().astype("uint8")` (dev-6)
+    ("library-probes--instantstyle-plus-fp16-inversion-nan-black-image", "fp16-overflow"),
+    # "the final image was black" beside float16 (dev-6)
+    ("library-probes--invokeai-macos-flux-vae-float16-black-image", "fp16-overflow"),
 ])
-def test_fp8_and_quantized_base_wordings_of_other_tools(name: str, code: str) -> None:
+def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]
     diagnoses = match(read_text(case.body), CHECKS).diagnoses
     assert (diagnoses[0].check, diagnoses[0].code) == (case.expect, code)

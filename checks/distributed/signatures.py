@@ -37,6 +37,14 @@ SIGNATURES = (
     Signature("shm-small", r"unhandled system error|ncclSystemError", context=(SHM,), context_required=True,
               cause="NCCL's 'unhandled system error' is its shared memory failing: /dev/shm too small or not writable",
               remedies=SHM_REMEDIES),
+    # The same error with nothing around it that names the call: NCCL's system-call failures are, in order of how
+    # often threads settle them, its shared memory in a container and its sockets (NCCL's documentation,
+    # Troubleshooting: "Docker ... --shm-size=1g or --ipc=host"; NCCL_DEBUG=INFO names the failing call)
+    Signature("system-error", r"unhandled system error|ncclSystemError", confirmed_by=("distributed:shm-small",), across_ranks=True,
+              cause="a system call inside NCCL failed: most often its shared memory (/dev/shm too small or not writable in a "
+                    "container), else a socket between the ranks; NCCL_DEBUG=INFO names the call",
+              remedies=SHM_REMEDIES + (env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed",
+                                                  "nccl-debug", {"NCCL_DEBUG": "INFO"}),)),
     Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART,), across_ranks=True,
               cause="the ranks could not meet: a rank that never started or crashed first, a MASTER_ADDR/MASTER_PORT (or "
                     "rendezvous endpoint) the other nodes cannot reach, or a firewall between the nodes",
@@ -77,6 +85,13 @@ SIGNATURES = (
                     "or a firewall between the nodes",
               remedies=(env_remedy("Let NCCL pick the interface (unset NCCL_SOCKET_IFNAME), or set it to one up on every node",
                                    "socket-ifname-unset", unset_env=["NCCL_SOCKET_IFNAME"]), CONFIRM_ACROSS_RANKS)),
+    # CUDA's cudaErrorPeerAccessUnsupported (217) inside NCCL: its P2P transport between two GPUs the driver will not
+    # connect (GeForce cards, PCIe ACS, a VM); NCCL's documentation (Troubleshooting, PCI Access Control Services)
+    Signature("collective-fails", r"peer access is not supported between these two devices|Cuda failure 217\b",
+              cause="NCCL's peer-to-peer transport between these GPUs is refused by the driver (consumer GPUs, PCIe ACS or "
+                    "a VM without P2P)",
+              remedies=(env_remedy("Turn peer-to-peer off: NCCL_P2P_DISABLE=1 on every rank (copies go through host memory)",
+                                   "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}), CONFIRM_ACROSS_RANKS)),
     # The watchdog's timeout alone is most often the script's own (a rank that skipped a collective, a data loader that
     # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies
     Signature("collective-fails", r"Watchdog caught collective operation timeout", across_ranks=True,

@@ -58,6 +58,24 @@ SIGNATURES = (
                                "without `load_in_4bit`/`load_in_8bit`), then quantize the merged model if needed; or keep the "
                                "adapter separate", id="merge-unquantized"),
                         Remedy("Or upgrade peft (0.7+ dequantizes 4/8-bit bases to merge)", id="peft-upgrade"))),
+    # The trainers' own refusals to merge into a quantized base: LLaMA-Factory's export ("Cannot merge adapters to a
+    # quantized model."), ms-swift's ("... is a quantized model and does not support merge-lora")
+    Signature("adapter-on-quantized-base", r"Cannot merge adapters to a quantized model|is a quantized model and does not support merge-lora",
+              cause="the adapter was trained on a quantized base (QLoRA, GPTQ, AWQ) and cannot be merged into those packed weights",
+              remedies=(Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged "
+                               "model if needed; or serve the adapter unmerged", id="merge-unquantized"),)),
+    # peft wrapping a quantized layer class it has no LoRA layer for (AWQ's WQLinear_GEMM, GPTQ's QuantLinear: peft's
+    # tuners/lora/model.py "Target module ... is not supported"), or a LoRA patch reading `.weight`, which packed
+    # layers keep as qweight (github.com/casper-hansen/AutoAWQ: "not compatible with training yet")
+    Signature("adapter-on-quantized-base", r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported",
+              cause="peft has no adapter layer for this quantized layer (AWQ, GPTQ kernels): the base cannot take LoRA as loaded",
+              remedies=(Remedy("Train the adapter on the unquantized model, or on a quantization peft supports (bitsandbytes "
+                               "4/8-bit QLoRA, or a peft release that wraps this kernel), then quantize", id="lora-unquantized"),)),
+    Signature("adapter-on-quantized-base", r"'(WQLinear_\w+|\w*QuantLinear\w*)' object has no attribute 'weight'",
+              context=(r"(?i)\b(q?lora\w*|peft|adapters?)\b",), context_required=True,
+              cause="a LoRA patch reads the base layer's `.weight`, which AWQ/GPTQ packed layers do not have (only qweight)",
+              remedies=(Remedy("Train the adapter on the unquantized model (or bitsandbytes QLoRA), or turn off the trainer's "
+                               "fast LoRA path for this quantized base", id="lora-unquantized"),)),
     # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
               cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",

@@ -32,8 +32,10 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
 # nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
 _NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)(?![A-Za-z])"
 PROSE_NAN = (r"(?i)\b(solid )?black (image|images|output|outputs|result|results|picture|pictures|video|frames?|screen)\b|"
+             r"\b(image|output|result|picture|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
+             r"(all |total |totally |completely |pure |just |entirely )?black\b|"
              r"\bloss\b[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}\bloss\b|\ball[- ]nan\b|NaN detected in latents|"
-             r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents)\b|"
+             r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
@@ -60,7 +62,9 @@ SIGNATURES = (
     # in bf16 (T5, most LLMs since, SDXL's VAE) overflow in fp16 (github.com/huggingface/transformers/issues/4586).
     Signature("fp16-overflow", r"probability tensor contains either .?inf.?, .?nan.? or element < 0|invalid value encountered in cast",
               # a diffusers pipeline's image processor casting NaN pixels is the fp16 VAE's overflow (black images)
-              context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|diffusers[\\/]+image_processor\.py",), context_required=True,
+              # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
+              context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
+                       r"\(images \* 255\)\.round\(\)\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
               remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
                                "torch.bfloat16`; SDXL: an fp32 VAE or madebyollin/sdxl-vae-fp16-fix, `--no-half-vae`)",
