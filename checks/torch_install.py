@@ -294,6 +294,10 @@ PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
                     "reinstall torch into this interpreter", id="vc-redist")
 
+# A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
+_NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|/Users/|[Mm]ac ?OS|Apple"
+
+
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -343,6 +347,21 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Run on the device this machine has: `mps` on Apple silicon, else `cpu` (the script's or config's "
                                "device setting; `.cuda()` calls become `.to(device)`)", id="device-here"),)),
+    # stable-diffusion-webui's own start-up test (modules/launch_utils.py prepare_environment: "Torch is not able to use
+    # GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS"): torch.cuda.is_available() was False. The same two readings:
+    # a CPU-only torch (a package or fork that installs one), or no NVIDIA GPU (AMD, Intel, a Mac)
+    Signature("cpu-only-torch", r"Torch is not able to use GPU",
+              unless=(_NOT_NVIDIA,),
+              cause="torch cannot use the GPU: a CPU-only torch build is installed (some packages and forks install one)",
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(Remedy("Install a CUDA build of torch (Windows: the download.pytorch.org cuXXX index for your driver) into "
+                               "the webui's own venv, or reinstall the webui package made for NVIDIA GPUs", id="torch-cuda-wheel"),)),
+    Signature("no-cuda-here", r"Torch is not able to use GPU",
+              context=(_NOT_NVIDIA,), context_required=True,
+              cause="this machine has no NVIDIA GPU that CUDA can use (AMD, Intel or Apple): the CUDA start-up test cannot pass",
+              confirmed_by=("cuda-compat:no-cuda-device",),
+              remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux, ZLUDA or DirectML forks on Windows; "
+                               "Apple: mps) or run on the CPU (`--use-cpu all --skip-torch-cuda-test`)", id="device-here"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
               cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
                     "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),

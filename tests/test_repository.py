@@ -19,9 +19,9 @@ SOURCE_AREAS = ("envdoctor", "checks", "tests", "benchmarks", "docs", "README.md
 # Notes outside the repository and paths of the machine the project was developed on.
 FORBIDDEN = re.compile(r"GPU-FACTS|\bFACTS\.md|/work/|/root/|\.\./shared")
 NOTES = re.compile(r"GPU-FACTS|\bFACTS\.md|\.\./shared")
-# The traceback corpus holds other people's logs verbatim, copied from public threads with their
-# addresses: the /root/ and /work/ in them are the posters' machines, not this one.
-CORPUS = ROOT / "tests" / "data" / "tracebacks"
+# The traceback and config corpora hold other people's logs and configs verbatim, copied from public threads and
+# repositories with their addresses: the /root/ and /work/ in them are their authors' machines, not this one.
+CORPORA = (ROOT / "tests" / "data" / "tracebacks", ROOT / "tests" / "data" / "configs")
 # `docs/facts.md §4`, a range `§1–§3`, an optional quoted heading: `§5 "Install"`, `§2: "BF16 ..."`.
 REFERENCE = re.compile(r'§(\d+[a-z]?)(?:\s*[–-]\s*§?(\d+[a-z]?))?(?:[:,]?\s*"([^"\n]+)")?')
 HEADING = re.compile(r"^(#{2,3})\s+(\d+[a-z]?)\.\s", re.MULTILINE)
@@ -141,7 +141,7 @@ def test_the_reference_checker_catches_a_missing_section_and_a_wrong_heading() -
 @pytest.mark.parametrize("area", _areas())
 def test_no_source_file_cites_outside_notes_or_machine_paths(area: str) -> None:
     files = source_files(area)
-    corpus = [p for p in files if CORPUS in p.resolve().parents]
+    corpus = [p for p in files if any(c in p.resolve().parents for c in CORPORA)]
     offences = list(_offences(FORBIDDEN, [p for p in files if p not in corpus])) + list(_offences(NOTES, corpus))
     assert not offences, "\n".join("%s:%d: %s" % o for o in offences)
 

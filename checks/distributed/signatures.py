@@ -41,6 +41,7 @@ SIGNATURES = (
     # often threads settle them, its shared memory in a container and its sockets (NCCL's documentation,
     # Troubleshooting: "Docker ... --shm-size=1g or --ipc=host"; NCCL_DEBUG=INFO names the failing call)
     Signature("system-error", r"unhandled system error|ncclSystemError", confirmed_by=("distributed:shm-small",), across_ranks=True,
+              unless=(SHM,),  # the log names the shared memory: shm-small's, above
               cause="a system call inside NCCL failed: most often its shared memory (/dev/shm too small or not writable in a "
                     "container), else a socket between the ranks; NCCL_DEBUG=INFO names the call",
               remedies=SHM_REMEDIES + (env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed",

@@ -76,6 +76,12 @@ SIGNATURES = (
     Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for",
               cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
+    # xformers' operator listing when its wheel has no CUDA kernels for this torch ("xFormers wasn't build with CUDA
+    # support", as older releases spell it): a CPU or mismatched build of xformers
+    Signature("extension-not-loaded", r"xFormers wasn'?t buil[dt] with CUDA support",
+              cause="the installed xformers has no CUDA kernels for this torch: a build for another torch or CUDA (or a CPU "
+                    "build); torch's own scaled_dot_product_attention does without it",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("cuda-variant-mismatch", r"Detected that PyTorch and torchvision were compiled with different CUDA (major )?versions",
               cause="torchvision was built for another CUDA major version than torch",
               remedies=(REINSTALL_EXTENSION,)),
