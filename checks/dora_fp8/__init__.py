@@ -41,6 +41,10 @@ EXPLAIN_REMEDIES = (
     UPCAST,
 )
 
+# A quantized base's packed weights (GPTQ, AWQ, QLoRA's 4-bit) cannot take a LoRA delta: merge where they are whole
+MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged model "
+                           "again if needed; or serve the adapter unmerged", id="merge-unquantized")
+
 SIGNATURES = (
     Signature("dora-float8-base", _FLOAT8, frames=_DORA_FRAMES, frames_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     Signature("dora-float8-base", _FLOAT8, context=_ADAPTER_WORDS, context_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
@@ -62,8 +66,7 @@ SIGNATURES = (
     # quantized model."), ms-swift's ("... is a quantized model and does not support merge-lora")
     Signature("adapter-on-quantized-base", r"Cannot merge adapters to a quantized model|is a quantized model and does not support merge-lora",
               cause="the adapter was trained on a quantized base (QLoRA, GPTQ, AWQ) and cannot be merged into those packed weights",
-              remedies=(Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged "
-                               "model if needed; or serve the adapter unmerged", id="merge-unquantized"),)),
+              remedies=(MERGE_UNQUANTIZED,)),
     # peft wrapping a quantized layer class it has no LoRA layer for (AWQ's WQLinear_GEMM, GPTQ's QuantLinear: peft's
     # tuners/lora/model.py "Target module ... is not supported"), or a LoRA patch reading `.weight`, which packed
     # layers keep as qweight (github.com/casper-hansen/AutoAWQ: "not compatible with training yet")
@@ -79,8 +82,7 @@ SIGNATURES = (
     # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
               cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",
-              remedies=(Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged "
-                               "model with GPTQ again if needed; or serve the adapter unmerged", id="merge-unquantized"),)),
+              remedies=(MERGE_UNQUANTIZED,)),
     Signature("adapter-on-quantized-base", r"KeyError: '[\w.]+\.(_data|_scale)'", frames=(r"optimum/quanto/",), frames_required=True,
               cause="the adapter was loaded into a base quantized by optimum-quanto, whose packed weights the LoRA loader "
                     "cannot address",

@@ -435,8 +435,6 @@ def _write(doc: Document, tool: str, lookup: Lookup, found: Setting, value: Any)
     raise Unwritable("envdoctor does not write %s %s as %s" % (whose(tool), found.key, value))
 
 
-
-
 def _flags_off(doc: Document, lookup: Lookup, flags: List[str]) -> List[Change]:
     changes = []
     for flag in flags:

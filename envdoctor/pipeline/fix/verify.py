@@ -63,9 +63,9 @@ def new_findings(plan: Plan, steps: Sequence[Step], after: Report) -> Tuple[Dict
     """Error findings the first run did not have: by the applied steps that can have caused
     them (the steps that edited the config a finding names; for one that names no config, the
     steps that changed the package it names, else those that changed packages or variables,
-    else every step), and those no step caused
-    but made visible: where torch did not import, no rule could judge what torch measures,
-    so what it finds once torch imports was there before, unseen, unless a step edited it."""
+    else every step), and those no step caused but made visible: where torch did not import,
+    no rule could judge what torch measures, so what it finds once torch imports was there
+    before, unseen, unless a step edited it."""
     new = [f for f in after.findings if f.severity is Severity.ERROR and (f.check, f.code) not in plan.seen]
     out: Dict[int, List[Finding]] = {}
     revealed: List[Finding] = []
