@@ -324,6 +324,12 @@ SIGNATURES = (
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
+    # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
+    Signature("torch-dll-failed", r'Error loading \\?"?[^"\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
+                                  r'caffe2_nvrtc)\.dll',
+              cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
+                    "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
+              remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     Signature("torch-dll-failed", r"\[WinError 12[67]\]|DLL load failed",
               frames=(r"(^|/)torch/(__init__|_C)\.py",), frames_required=True,
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",

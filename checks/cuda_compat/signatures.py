@@ -23,6 +23,13 @@ SIGNATURES = (
               frames=(r"torch/cuda/__init__\.py",),
               cause="torch was not built for this GPU's architecture",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    # torch's own capability check at CUDA start-up (torch/cuda/__init__.py _check_capability): "Found GPU0 <name> which is of
+    # compute capability (CC) 6.1. The following list shows the CCs this version of PyTorch was built for ..." (2.6+), and
+    # before it "... which is of cuda capability 3.5. PyTorch no longer supports this GPU because it is too old."
+    Signature("no-kernel-image", r"which is of (compute|cuda) capability (\(CC\) )?\d+\.\d+\.?$|"
+                                 r"PyTorch no longer supports this GPU because it is too old",
+              cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
+              remedies=(WHEEL_FOR_GPU,)),
     # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."
     Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer",
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",

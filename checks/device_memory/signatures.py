@@ -49,6 +49,12 @@ SIGNATURES = (
     Signature("out-of-memory", r"CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY",
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),
+    # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
+    # than the maximum number of tokens that can be stored in KV cache (7344)")
+    Signature("out-of-memory", r"is larger than the maximum number of tokens that can be stored in KV cache",
+              cause="the GPU memory left after the weights holds a KV cache shorter than the model's context",
+              remedies=(Remedy("Lower `max_model_len` to what fits, raise `gpu_memory_utilization` (if nothing else uses the GPU), or "
+                               "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),
     Signature("out-of-memory", r"CUBLAS_STATUS_(ALLOC_FAILED|NOT_INITIALIZED)", context=OOM_HINTS, context_required=True,
               cause="cuBLAS could not create its handle or workspace because the GPU is (nearly) full",
               remedies=EXPLAIN_REMEDIES),

@@ -82,6 +82,12 @@ SIGNATURES = (
               cause="the installed xformers has no CUDA kernels for this torch: a build for another torch or CUDA (or a CPU "
                     "build); torch's own scaled_dot_product_attention does without it",
               remedies=(REINSTALL_EXTENSION,)),
+    # torch.utils.cpp_extension building an extension with an nvcc of another CUDA than torch's (_check_cuda_version):
+    # "The detected CUDA version (12.2) mismatches the version that was used to compile PyTorch (11.3)"
+    Signature("cuda-variant-mismatch", r"detected CUDA version \([\d.]+\) mismatches the version that was used to compile",
+              cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
+              remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
+                               "wheel built for the toolkit you have", id="toolkit-matches-torch"),)),
     Signature("cuda-variant-mismatch", r"Detected that PyTorch and torchvision were compiled with different CUDA (major )?versions",
               cause="torchvision was built for another CUDA major version than torch",
               remedies=(REINSTALL_EXTENSION,)),
