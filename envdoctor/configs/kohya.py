@@ -66,6 +66,18 @@ LYCORIS = "lycoris.kohya"
 # have no name in envdoctor's vocabulary.
 ALGOS = {"lora": "lora", "locon": "lora", "dylora": "lora", "loha": "loha", "lokr": "lokr",
          "diag-oft": "oft", "boft": "oft", "full": "full"}
+# The adapters LyCORIS decomposes weights for (dora_wd; LyCORIS docs/Network-Args.md)
+DECOMPOSABLE = ("lora", "loha", "lokr")
+
+
+def _module_adapter(name: str) -> Optional[str]:
+    """network_module → adapter, for sd-scripts' own modules and the GUI's."""
+    return next((adapter for prefix, adapter in _MODULE_PREFIXES if name.startswith(prefix)), None)
+
+
+def _str_bool(value: Any) -> bool:
+    """How LyCORIS reads a network arg as a flag (str_bool, lycoris/utils/__init__.py L44-45): anything but "false"."""
+    return str(value).lower() != "false"
 
 # The GUI's "LoRA_type" choices (GUI/kohya_gui/lora_gui.py L2719-2744) → adapter; iA3 and GLoRA have none.
 LORA_TYPES = {
@@ -166,17 +178,16 @@ def _network(doc: Document, lookup: Lookup) -> List[Setting]:
             out.append(setting(doc, module[1], "adapter", adapter, SCRIPTS, module[0], note="no algo= in network_args: LyCORIS' default lora"))
         elif adapter:
             out.append(setting(doc, algo[1], "adapter", adapter, SCRIPTS, algo[0]))
-        if adapter not in ("lora", "loha", "lokr"):  # weight decomposition is for these (LyCORIS docs/Network-Args.md)
+        if adapter not in DECOMPOSABLE:
             return out
-        # sd-scripts splits each "key=value" once and passes the strings on (SS/train_network.py L664-668);
-        # LyCORIS reads dora_wd with str_bool: anything but "false" is True (lycoris/utils/__init__.py L44-45).
+        # sd-scripts splits each "key=value" once and passes the strings on (SS/train_network.py L664-668)
         dora = args.get("dora_wd")
         if dora is not None:
-            out.append(setting(doc, dora[1], "dora", dora[2].lower() != "false", SCRIPTS, dora[0]))
+            out.append(setting(doc, dora[1], "dora", _str_bool(dora[2]), SCRIPTS, dora[0]))
         else:
             out.append(default(doc, "dora", False, "False", SCRIPTS, "network_args.dora_wd"))
         return out
-    adapter_name = next((adapter for prefix, adapter in _MODULE_PREFIXES if name.startswith(prefix)), None)
+    adapter_name = _module_adapter(name)
     if adapter_name is not None:
         out.append(setting(doc, module[1], "adapter", adapter_name, SCRIPTS, module[0]))
     return out
@@ -315,22 +326,20 @@ def read_easy(doc: Document) -> List[Setting]:
     args = found[1] if found is not None and found[1].kind == "mapping" else None
     algo = args.get("algo") if args is not None else None
     module = lookup("network_module")
-    if algo is None:  # networks.lora (the backend's default), or the module written
+    if found is None or args is None or algo is None:  # networks.lora (the backend's default), or the module written
         name = module[1].value.strip() if module is not None and isinstance(module[1].value, str) else "networks.lora"
-        adapter_name = next((adapter for prefix, adapter in _MODULE_PREFIXES if name.startswith(prefix)), None)
+        adapter_name = _module_adapter(name)
         if adapter_name is not None:
             out.append(setting(doc, module[1], "adapter", adapter_name, EASY, module[0]) if module is not None
                        else default(doc, "adapter", adapter_name, name, EASY, "network_args.args.network_module"))
         return out
     adapter = ALGOS.get(str(algo.value).strip().lower(), "")
-    key = "%s.algo" % found[0] if found is not None else "algo"
     if adapter:
-        out.append(setting(doc, algo, "adapter", adapter, EASY, key))
-    if adapter in ("lora", "loha", "lokr"):  # weight decomposition is for these (LyCORIS docs/Network-Args.md)
-        dora = args.get("dora_wd") if args is not None else None
-        if dora is not None and found is not None:
-            # passed on as "dora_wd=<value>" and read by LyCORIS' str_bool: anything but "false" is True
-            out.append(setting(doc, dora, "dora", str(dora.value).strip().lower() != "false", EASY, "%s.dora_wd" % found[0]))
+        out.append(setting(doc, algo, "adapter", adapter, EASY, "%s.algo" % found[0]))
+    if adapter in DECOMPOSABLE:
+        dora = args.get("dora_wd")  # passed on as "dora_wd=<value>"
+        if dora is not None:
+            out.append(setting(doc, dora, "dora", _str_bool(dora.value), EASY, "%s.dora_wd" % found[0]))
         else:
             out.append(default(doc, "dora", False, "False", EASY, "network_args.args.network_args.dora_wd"))
     return out
