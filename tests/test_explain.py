@@ -25,6 +25,12 @@ def explained(text: str) -> Matching:
 
 
 @functools.cache  # the corpus tests ask about each case more than once
+def code_of(text: str) -> tuple[str, str]:
+    """The first diagnosis as (check, signature code)."""
+    found = explained(text).diagnoses
+    return (found[0].check, found[0].code) if found else ("none", "")
+
+
 def top(text: str) -> str:
     found = explained(text).diagnoses
     return found[0].check if found else "none"
@@ -34,21 +40,16 @@ def top(text: str) -> str:
 
 
 # The sets of tests/data/tracebacks/README.md: the first 104 cases (signatures written against them, each kept
-# right), then 264 gathered for issue 25, 125 more for its weakest families, 70 for the distributed family
-# and adapters on quantized bases, 35 for fp8, adapters on quantized bases and bf16, 33 for adapters, NaN outputs
-# and NCCL, and 38 + 27 sampled as users meet them (no family favoured), each batch split by a hash of their
-# address: dev-2 ... dev-8 (signatures written against them) and holdout-2 ... holdout-8 (never read while writing
-# signatures: the figure a user meets).
+# right), then the batches gathered for issue 25 (its weakest families, the distributed family, adapters on quantized
+# bases, NaN outputs, and samples as users meet them, no family favoured), each split by a hash of their address:
+# dev-N (signatures written against them) and holdout-N (never read while writing signatures: the figure a user meets).
 FIRST = [c for c in CASES if c.header.get("set") in (None, "holdout")]
-DEV = [c for c in CASES if c.header.get("set") in ("dev-2", "dev-3", "dev-4", "dev-5", "dev-6", "dev-7", "dev-8")]
-HOLDOUT_2 = [c for c in CASES if c.header.get("set") == "holdout-2"]
-HOLDOUT_3 = [c for c in CASES if c.header.get("set") == "holdout-3"]
-HOLDOUT_4 = [c for c in CASES if c.header.get("set") == "holdout-4"]
-HOLDOUT_5 = [c for c in CASES if c.header.get("set") == "holdout-5"]
-HOLDOUT_6 = [c for c in CASES if c.header.get("set") == "holdout-6"]
-HOLDOUT_7 = [c for c in CASES if c.header.get("set") == "holdout-7"]  # sampled as users meet them
-HOLDOUT_8 = [c for c in CASES if c.header.get("set") == "holdout-8"]  # the same, a second sample
-HELD_OUT = HOLDOUT_2 + HOLDOUT_3 + HOLDOUT_4 + HOLDOUT_5 + HOLDOUT_6 + HOLDOUT_7 + HOLDOUT_8
+DEV = [c for c in CASES if c.header.get("set", "").startswith("dev-")]
+BATCHES = sorted({int(c.header["set"].split("-")[1]) for c in DEV})
+HOLDOUT = {n: [c for c in CASES if c.header.get("set") == "holdout-%d" % n] for n in BATCHES}
+HOLDOUT_2 = HOLDOUT[2]
+HELD_OUT = [c for n in BATCHES for c in HOLDOUT[n]]
+USERS_SAMPLES = (7, 8)  # sampled as users meet them
 
 
 def right(case: Case) -> bool:
@@ -81,17 +82,14 @@ def _score(name: str, cases: List[Case]) -> float:
 def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     with capsys.disabled():
         print("\ntraceback corpus (tests/data/tracebacks/README.md):")
-        first, dev = _score("first 104", FIRST), _score("dev-2 ... dev-8", DEV)
-        held = _score("holdout-2 (never read for a signature)", HOLDOUT_2)
-        _score("holdout-3 (never read for a signature)", HOLDOUT_3)
-        _score("holdout-4 (never read for a signature)", HOLDOUT_4)
-        _score("holdout-5 (never read for a signature)", HOLDOUT_5)
-        _score("holdout-6 (never read for a signature)", HOLDOUT_6)
-        _score("holdout-7 (never read for a signature; sampled as users meet them)", HOLDOUT_7)
-        _score("holdout-8 (never read for a signature; sampled as users meet them)", HOLDOUT_8)
-        _score("holdout-7 + holdout-8 (the users' samples)", HOLDOUT_7 + HOLDOUT_8)
-        held_23 = _score("holdout-2 + holdout-3", HOLDOUT_2 + HOLDOUT_3)
-        held_all = _score("held out, all seven", HELD_OUT)
+        first, dev = _score("first 104", FIRST), _score("dev-%d ... dev-%d" % (BATCHES[0], BATCHES[-1]), DEV)
+        for n in BATCHES:
+            _score("holdout-%d (never read for a signature%s)" % (n, "; sampled as users meet them" * (n in USERS_SAMPLES)),
+                   HOLDOUT[n])
+        held = _score("holdout-2", HOLDOUT_2)
+        _score("the users' samples, held out", [c for n in USERS_SAMPLES for c in HOLDOUT[n]])
+        held_23 = _score("holdout-2 + holdout-3", HOLDOUT_2 + HOLDOUT[3])
+        held_all = _score("held out, all %d sets" % len(BATCHES), HELD_OUT)
         _score("all", CASES)
         for case in FIRST + DEV:  # the held-out misses are not printed: reading them is writing against them
             if not right(case):
@@ -100,7 +98,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert dev >= 0.90
     assert held >= 0.90  # measured 91.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.78  # measured 78.9%: holdout-3 to -6 were gathered for the weakest families
+    assert held_all >= 0.80  # measured 81.1%: holdout-3 to -6 were gathered for the weakest families
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
@@ -172,6 +170,32 @@ def test_an_fp16_overflow_told_in_words_is_library_probes_only_beside_fp16_and_n
     for text in ("The loss becomes nan after a few steps.\n",  # nothing says fp16: a learning rate, a data bug
                  "I get a black image in fp16; the log says: Potential NSFW content was detected in one or more images.\n"):
         assert top(text) == "none", text
+
+
+def test_an_adapter_on_a_quantized_base_is_read_by_structure_and_not_where_the_adapter_is_missing_or_the_api_drifted() -> None:
+    """dora-fp8's structural readings: an error raised in peft's layers for quantized bases, a line that points there,
+    or one line naming an adapter, a quantized or fp8 base and a failure; but a quantized model with no adapter at all
+    (transformers' "purely quantized" refusal) and a keyword one peft release added are other causes."""
+    raised = _traceback("NotImplementedError: aten::add_ not implemented for AffineQuantizedTensor",
+                        SITE + "peft/tuners/lora/torchao.py")
+    assert code_of(raised) == ("dora-fp8", "adapter-on-quantized-base")
+    drift = _traceback("TypeError: Linear4bit.merge() got an unexpected keyword argument 'safe_merge'", SITE + "peft/tuners/lora/bnb.py")
+    assert top(drift) == "none"
+    for text in ("Error positioning: peft/utils/integrations.py\n",
+                 "the official scaled fp8 weights still do not support lora\n",
+                 "WARNING - Loading LoRA on quantized model (int8_weight_only) - this may fail\n"):
+        assert code_of(text) == ("dora-fp8", "adapter-on-quantized-base"), text
+    assert top("ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters on "
+               "top of the quantized model to correctly perform fine-tuning.\n") == "none"
+
+
+def test_an_out_of_memory_the_log_shows_growing_or_only_in_evaluation_is_the_programs() -> None:
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB.\n"
+    assert top(oom) == "device-memory"
+    for before in ("I'm experiencing a nasty memory leak which very quickly leads to a CUDA OOM:\n",
+                   "train is ok.\ntest is error.\n",
+                   "the training loop works perfectly fine at this batch size, validation fails:\n"):
+        assert top(before + oom) == "none", before
 
 
 def test_other_failures_get_no_cause() -> None:
@@ -366,6 +390,11 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("device-memory--qwen15-7b-vllm-kv-cache-7344-lower-max-model-len", "out-of-memory"),
     ("extension-abi--embodiedocc2-setup-cuda-12-2-vs-torch-cu113", "cuda-variant-mismatch"),
     ("torch-install--stabilitymatrix-comfyui-update-fbgemm-dll-reinstall-torch-2-1-2", "torch-dll-failed"),
+    # adapters on quantized bases told by structure: a prose line, a path of peft's quantized layers (dev-3, -4, -6)
+    ("dora-fp8--hot-step-xl-lora-int8-dit-quantized-merge", "adapter-on-quantized-base"),
+    ("dora-fp8--hunyuanvideowrapper-official-scaled-fp8-lora-snowflake-output", "adapter-on-quantized-base"),
+    ("dora-fp8--bnb-int8-405b-merge-lora-double-quant", "adapter-on-quantized-base"),
+    ("dora-fp8--diffusers-flux-torchao-float8dq-load-lora", "adapter-on-quantized-base"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

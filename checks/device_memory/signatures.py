@@ -29,6 +29,13 @@ EXPLAIN_REMEDIES = (
 OOM_HINTS = (r"out of memory|OutOfMemory|Tried to allocate|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
              r"reserved in total by PyTorch|memory (is )?(full|exhausted)|\bOOM\b|VRAM|GPU memory|显存",)
 
+# An out-of-memory the log itself shows to be the program's: memory that grows until it fails (a leak: tensors kept with
+# their autograd graphs, losses accumulated undetached), or evaluation failing where training at the same batch fits
+# (no `torch.no_grad()`: github.com/sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning/issues/57). No GPU is big enough
+# for that, and the remedies for a full GPU would hide it.
+PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|training)( loop)? (is|works?|worked|runs?|ran)"
+                  r"( perfectly)? (ok|okay|fine|well)\b",)
+
 SIGNATURES = (
     # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
     # (github.com/TQTQliu/MVSGaussian/issues/18: the maintainer names GPU memory as its usual cause)
@@ -39,14 +46,14 @@ SIGNATURES = (
     Signature("out-of-memory", r"MPS backend out of memory",
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate",
+    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b",
+    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY",
+    Signature("out-of-memory", r"CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY", unless=PROGRAM_GROWTH,
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger

@@ -45,6 +45,26 @@ EXPLAIN_REMEDIES = (
 MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged model "
                            "again if needed; or serve the adapter unmerged", id="merge-unquantized")
 
+# The same family told by structure, not by one library's words: a failure raised in, or pointed at, peft's adapter
+# layers for quantized bases (tuners/lora/{bnb,gptq,awq,aqlm,eetq,hqq,torchao}.py) or its dequantize helpers
+# (utils/integrations.py); or one line naming an adapter, a quantized or float8 base and a failure together ("the
+# official scaled fp8 weights still does not support lora", "Loading LoRA on quantized model (int8) - this may fail").
+_QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eetq|hqq|torchao)|utils[/\\]+integrations)\.py"
+_ADAPTER = r"\b(q?lora|dora|lycoris|adapter)s?\b"
+_QUANT_BASE = r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3"
+_FAILS = (r"\bnot (yet )?(be )?supported\b|\bunsupported\b|\bdo(es)?(n't| not) (work|support)\b|\b(in|not )compatible\b|"
+          r"\b(may|will|would) fail\b|\bfail(s|ed|ing)?\b|\bcannot\b|\bcan't\b|\bnoise\b|\bsnowflakes?\b|\bgarbage\b")
+# An API drift between peft and the trainer (a keyword one release added) fails in the same files but is no base's fault
+_API_DRIFT = (r"unexpected keyword argument|cannot import name",)
+# A quantized model with no adapter at all (transformers' "cannot perform fine-tuning on purely quantized models. Please
+# attach trainable adapters"): the code forgot get_peft_model, or merged the adapters away before training
+_NO_ADAPTER = (r"(?i)\battach (trainable )?adapters\b|\bno (trainable )?adapters?\b|\bwithout (an? )?adapters?\b",)
+ADAPTER_ON_QUANTIZED = Remedy("Load the base unquantized (bf16/fp16) to train, load or merge the adapter, then quantize the "
+                              "result; or use a loader and release that support adapters on this quantization",
+                              id="lora-unquantized")
+_QUANTIZED_CAUSE = ("the adapter met a base whose weights are quantized (bitsandbytes, torchao, quanto, GPTQ/AWQ, an fp8 "
+                    "checkpoint): the loader or trainer cannot apply or merge a LoRA delta on those packed weights")
+
 SIGNATURES = (
     Signature("dora-float8-base", _FLOAT8, frames=_DORA_FRAMES, frames_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     Signature("dora-float8-base", _FLOAT8, context=_ADAPTER_WORDS, context_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
@@ -89,6 +109,13 @@ SIGNATURES = (
               remedies=(Remedy("Load the LoRA into the unquantized base, then quantize (`quantize(...)` and `freeze(...)` after "
                                "`load_lora_weights`), or fuse the LoRA first; recent peft and quanto releases load some "
                                "adapters directly", id="lora-before-quantize"),)),
+    # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
+    Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT,
+              cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
+    Signature("adapter-on-quantized-base", r"(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
+              cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
+    Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
+              unless=_API_DRIFT + _NO_ADAPTER, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
 )
 
 CHECK = Check(
