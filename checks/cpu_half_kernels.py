@@ -290,6 +290,14 @@ SIGNATURES = (
                               r"fp16 mixed precision requires a GPU",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
+    # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing
+    # fp16-support in pytorch"); not whisper's own warning, which already fell back ("FP16 is not supported on CPU; using
+    # FP32 instead")
+    Signature("fp16-missing", r"(?i)^(?=.*?\bcpu\b)(?=.*?\b(fp16|float16|half)\b)(?=.*?(\bmissing\b|\bnot supported\b|\bno support\b|"
+                              r"\bunsupported\b|\bdo(es)?(n't| not) (support|work)\b|\bnot implemented\b))",
+              unless=(r"(?i)using FP32 instead",),
+              cause="half precision was asked of the CPU, where this torch lacks the kernels (torch before 2.1)",
+              remedies=EXPLAIN_REMEDIES),
     Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported",
               cause="CPU autocast does not support the requested half dtype in this torch", remedies=EXPLAIN_REMEDIES),
 )

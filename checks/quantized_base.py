@@ -169,6 +169,18 @@ SIGNATURES = (
                                  r"CUDA_SETUP: WARNING! libcudart\.so not found",
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
               remedies=EXPLAIN_REMEDIES),
+    # bitsandbytes' native library itself not loading (a Linux .so on Windows before 0.43: "[WinError 193] %1 is not a
+    # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open), however the OS words it
+    Signature("quantized-fails", r"(?i)(WinError \d+|cannot open shared object|not a valid Win32|LoadLibrary|No such file)"
+                                 r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError)",
+              cause="bitsandbytes' native library cannot load here (a build for another OS or CUDA, or a missing file)",
+              remedies=EXPLAIN_REMEDIES[::-1]),
+    # bitsandbytes before 0.37 had int8 matmul only for Turing and newer (cc 7.5+): "Your GPU does not support Int8
+    # Matmul!" on Pascal/Volta (github.com/bitsandbytes-foundation/bitsandbytes/issues/131: 0.37.0 added it)
+    Signature("quantized-fails", r"Your GPU does not support Int8 Matmul",
+              cause="this bitsandbytes has no int8 matmul for this GPU's architecture (before 0.37: Turing or newer only)",
+              remedies=(Remedy("Upgrade bitsandbytes (0.37+ runs int8 matmul on older GPUs: `pip install -U bitsandbytes`), "
+                               "or load the model in fp16 without `load_in_8bit`", id="bitsandbytes-upgrade"),)),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
     Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)|"
                                  r"No GPU found\. A GPU is needed for quantization",

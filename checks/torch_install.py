@@ -16,6 +16,8 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
+from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE
+
 ID = "torch-install"
 
 # Distribution names of the libraries this stack is mixed with.
@@ -295,7 +297,9 @@ VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x6
                     "reinstall torch into this interpreter", id="vc-redist")
 
 # A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
-_NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|/Users/|[Mm]ac ?OS|Apple"
+# A Mac said in a log: its paths, its OS, its chips and their device
+_MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
+_NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 
 
 SIGNATURES = (
@@ -347,8 +351,7 @@ SIGNATURES = (
               remedies=(Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org "
                                "cuXXX index for your driver) into the interpreter that runs the script", id="torch-cuda-wheel"),)),
     Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
-              context=(r"/Users/|[Dd]arwin|mac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64|"
-                       r"\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
+              context=(_MAC + r"|\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Run on the device this machine has: `mps` on Apple silicon, else `cpu` (the script's or config's "
@@ -368,6 +371,19 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux, ZLUDA or DirectML forks on Windows; "
                                "Apple: mps) or run on the CPU (`--use-cpu all --skip-torch-cuda-test`)", id="device-here"),)),
+    # The same test told in words (`torch.cuda.is_available()` returns False): both readings, and cuda-compat's third
+    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA,) + CHECKPOINT_SAVED_ON_CUDA,
+              cause="torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
+                    "pulled one in)",
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(Remedy("Install a CUDA build of torch (Windows: the download.pytorch.org cuXXX index for your driver) "
+                               "into the interpreter that runs the script", id="torch-cuda-wheel"),)),
+    # (no context needed: where the probe finds no CUDA GPU, as on the machine that failed, this reading leads)
+    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=CHECKPOINT_SAVED_ON_CUDA,
+              cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",
+              confirmed_by=("cuda-compat:no-cuda-device",),
+              remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux; Apple: mps) or run on the CPU",
+                               id="device-here"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
               cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
                     "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),

@@ -98,7 +98,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert dev >= 0.90
     assert held >= 0.90  # measured 91.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.80  # measured 81.1%: holdout-3 to -6 were gathered for the weakest families
+    assert held_all >= 0.80  # measured 80.5%: holdout-3 to -6 and -9 were gathered for the weakest families
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
@@ -196,6 +196,16 @@ def test_an_out_of_memory_the_log_shows_growing_or_only_in_evaluation_is_the_pro
                    "train is ok.\ntest is error.\n",
                    "the training loop works perfectly fine at this batch size, validation fails:\n"):
         assert top(before + oom) == "none", before
+
+
+def test_cuda_unavailable_told_in_words_has_three_readings_and_torch_loads_own_words_none() -> None:
+    found = explained("pytorch is not being installed with GPU.\n\ntorch.cuda.is_available() returning False.\n").diagnoses
+    assert [(d.check, d.code) for d in found] == [("torch-install", "cpu-only-torch"), ("torch-install", "no-cuda-here"),
+                                                  ("cuda-compat", "driver-too-old")]
+    on_a_mac = explained("On my MacBook M2, torch.cuda.is_available() is False\n").diagnoses
+    assert (on_a_mac[0].check, on_a_mac[0].code) == ("torch-install", "no-cuda-here")
+    assert top("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If "
+               "you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')\n") == "none"
 
 
 def test_other_failures_get_no_cause() -> None:
@@ -395,6 +405,10 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("dora-fp8--hunyuanvideowrapper-official-scaled-fp8-lora-snowflake-output", "adapter-on-quantized-base"),
     ("dora-fp8--bnb-int8-405b-merge-lora-double-quant", "adapter-on-quantized-base"),
     ("dora-fp8--diffusers-flux-torchao-float8dq-load-lora", "adapter-on-quantized-base"),
+    # bitsandbytes' native library refused by Windows, its int8 matmul missing before 0.37; fp16 on the CPU in words (dev-9)
+    ("quantized-base--bnb-fb-winerror193-libbitsandbytes-so-windows", "quantized-fails"),
+    ("quantized-base--bnb-tesla-p40-int8-matmul-nocublaslt-036", "quantized-fails"),
+    ("cpu-half-kernels--few-shot-patch-device-cpu-no-fp16-support", "fp16-missing"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

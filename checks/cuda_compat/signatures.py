@@ -15,6 +15,16 @@ VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the c
 REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver's kernel module and libraries are the same "
                 "release", id="reboot-after-driver-update")
 
+# `torch.cuda.is_available()` False, told in words: the commonest way people report that CUDA does not start. Three readings
+# the probes decide between: a CPU-only torch (torch-install's; Windows' PyPI default), no NVIDIA GPU here (torch-install's),
+# and a driver older than torch's CUDA (this check's: torch then reports no device instead of failing)
+CUDA_UNAVAILABLE = (r"(?i)\bcuda\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
+                    r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b")
+# ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
+# CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
+# with map_location=torch.device('cpu')")
+CHECKPOINT_SAVED_ON_CUDA = (r"deserialize object on a CUDA device|map_location",)
+
 SIGNATURES = (
     Signature("no-kernel-image", r"no kernel image is available for execution on the device",
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
@@ -44,6 +54,9 @@ SIGNATURES = (
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
               cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    Signature("driver-too-old", CUDA_UNAVAILABLE, unless=CHECKPOINT_SAVED_ON_CUDA, confirmed_by=("cuda-compat:driver-too-old",),
+              cause="a driver older than torch's CUDA build: torch then finds no usable device instead of failing",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     Signature("no-cuda-device", r"Found no NVIDIA driver on your system",
               cause="no NVIDIA driver (libcuda) is installed or loaded",
