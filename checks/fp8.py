@@ -356,6 +356,15 @@ SIGNATURES = (
               remedies=(Remedy("On ROCm, use the float8 variant the GPU has (MI300: torch.float8_e4m3fnuz; torchao configs take "
                                "the dtype) or a torch built for a newer ROCm; else load the weights in bf16", id="rocm-fp8-variant"),
                         COMPUTE_BF16)),
+    # Read weakest, by structure rather than one tool's words: one line that names fp8, a GPU's capability or architecture,
+    # and a gate ("FP8 is only supported on GPUs with compute capability >= 8.9", "fp8 requires an Ada or Hopper GPU") -
+    # and no adapter, which is dora-fp8's reading of the same words
+    Signature("no-fp8-hardware", r"(?i)^(?!.*?\b(q?lora|dora|adapter)s?\b)(?=.*?(fp8|float8|e4m3|e5m2))"
+                                 r"(?=.*?(compute capability|\bcapability\b|\bsm_?\d{2,3}\b|\bcc ?\d|\barch\b|architecture|\bgpus?\b|"
+                                 r"\bhardware\b|\bampere\b|\bada\b|\bhopper\b))(?=.*?(not supported|unsupported|only supported|"
+                                 r"\brequires?\b|\brequired\b|\bminimum\b|\bat least\b|>=|not available|does(n't| not) support))",
+              cause="fp8 kernels need compute capability 8.9 or newer (Ada, Hopper, Blackwell), and a torch/CUDA built for them",
+              remedies=(COMPUTE_BF16,)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )

@@ -189,6 +189,17 @@ def test_an_adapter_on_a_quantized_base_is_read_by_structure_and_not_where_the_a
                "top of the quantized model to correctly perform fine-tuning.\n") == "none"
 
 
+def test_an_fp8_capability_gate_is_read_by_structure_in_any_tools_words() -> None:
+    """One line naming fp8, a GPU's capability or architecture, and a gate is fp8's, whichever tool wrote it
+    (torchtitan's wording: on an A100 it is the hardware; dev-3 keeps the one thread where its gate wrongly refused an AMD
+    MI350, a miss this rule accepts); with an adapter on the line it is dora-fp8's reading."""
+    gate = "ValueError: Failed to swap to Float8Linear because float8 is only supported on SM89 or later.\n"
+    assert code_of(gate) == ("fp8", "no-fp8-hardware")
+    assert code_of("RuntimeError: FP8 requires an Ada or Hopper GPU; found NVIDIA A100-SXM4-80GB\n") == ("fp8", "no-fp8-hardware")
+    assert top("the scaled fp8 checkpoint does not support LoRA on this GPU\n") == "dora-fp8"
+    assert top("fp8 weights load fine and the images are right\n") == "none"
+
+
 def test_an_out_of_memory_the_log_shows_growing_or_only_in_evaluation_is_the_programs() -> None:
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB.\n"
     assert top(oom) == "device-memory"
