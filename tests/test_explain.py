@@ -420,6 +420,9 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("quantized-base--bnb-fb-winerror193-libbitsandbytes-so-windows", "quantized-fails"),
     ("quantized-base--bnb-tesla-p40-int8-matmul-nocublaslt-036", "quantized-fails"),
     ("cpu-half-kernels--few-shot-patch-device-cpu-no-fp16-support", "fp16-missing"),
+    # a collective's hang told in words, with no error at all (dev-4, dev-6)
+    ("distributed--dsgn2-4x3090-training-freeze-nccl-p2p-deadlock", "collective-fails"),
+    ("distributed--rtx5880-ada-allreduce-deadlock-pcie-acs", "collective-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -102,4 +102,15 @@ SIGNATURES = (
               remedies=(CONFIRM_ACROSS_RANKS,
                         env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
                                    {"NCCL_P2P_DISABLE": "1"}))),
+    # The same hang told in words, with no error at all: one line saying the job hangs (freezes, deadlocks) and that it
+    # runs on several GPUs or in a collective ("training freezes on 4 RTX 3090 GPUs", "ncclAllReduce deadlocks on 2x RTX
+    # 5880"). Read only where no raised error explains the log.
+    Signature("collective-fails", r"(?i)^(?=.*?\b(hangs?|hung|hanging|freez\w*|frozen|stuck|deadlock\w*)\b)"
+                                  r"(?=.*?(\bnccl\w*|all_?reduce|\bp2p\b|\bmulti[- ]?gpus?\b|\b\d+ ?x ?(rtx|gtx|gpus?|[avhlb]\d{2,3})\b|"
+                                  r"\b\d+ (\w+ ){0,3}gpus\b))", across_ranks=True,
+              cause="a collective hangs between the GPUs: NCCL's peer-to-peer transport on consumer GPUs or behind PCIe ACS "
+                    "(NCCL_P2P_DISABLE=1 confirms), or one rank stalled or skipped a collective",
+              remedies=(CONFIRM_ACROSS_RANKS,
+                        env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
+                                   {"NCCL_P2P_DISABLE": "1"}))),
 )
