@@ -130,7 +130,8 @@ _FLOATS = r"(Float|Half|BFloat16)"
 # spelled one way, and is a cuda/cpu device mix, not a dtype one.
 _TWO = r"\(?(?P<a>Float|Half|BFloat16)\)?%s\(?(?!(?P=a)\b)(Float|Half|BFloat16)\)?"
 SIGNATURES = (
-    Signature("mixes-rejected", r"expected scalar type %s but found %s" % (_FLOATS, _FLOATS),
+    # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
+    Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
                     "input in another)", remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",

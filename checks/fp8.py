@@ -319,7 +319,9 @@ SIGNATURES = (
               remedies=(COMPUTE_BF16,)),
     # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
     # github.com/kijai/ComfyUI-CogVideoXWrapper/issues/136)
-    Signature("no-fp8-hardware", r"(?m)CUBLAS_STATUS_NOT_SUPPORTED when calling( `cublasLt|[ \t]*$)",  # or cut there
+    Signature("no-fp8-hardware", r"(?m)CUBLAS_STATUS_NOT_SUPPORTED when calling( `cublasLt|[ \t]*$)|"  # or cut there
+                                 # (and however the status is spelled: a translated or retyped log, cublasLt's own call failing)
+                                 r"NOT_SUPPORTED when calling .?cublasLt|cublasLt\w+\(.*\) failed",
               context=(r"fp8|float8|Float8|e4m3|_scaled_mm|--fast|fast ?mode",), context_required=True,
               cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
               remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "

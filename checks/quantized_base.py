@@ -165,6 +165,7 @@ SIGNATURES = (
     # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
     # `'NoneType' object has no attribute 'cadam32bit_grad_fp32'`; its CUDA setup warns that libcudart is nowhere)
     Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA Setup failed despite GPU being available|"
+                                 r"CUDA SETUP: (Setup Failed!|Something unexpected happened)|"
                                  r"libbitsandbytes_cpu\.(so|dll)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
                                  r"CUDA_SETUP: WARNING! libcudart\.so not found",
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
@@ -181,6 +182,14 @@ SIGNATURES = (
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (before 0.37: Turing or newer only)",
               remedies=(Remedy("Upgrade bitsandbytes (0.37+ runs int8 matmul on older GPUs: `pip install -U bitsandbytes`), "
                                "or load the model in fp16 without `load_in_8bit`", id="bitsandbytes-upgrade"),)),
+    # bitsandbytes' int8 matmul through cublasLt failing on a GPU its release has no layout for (csrc/ops.cu prints "cuBLAS
+    # API failed with status 15", functional.py raises "cublasLt ran into an error!"; Hopper before bitsandbytes 0.40:
+    # github.com/bitsandbytes-foundation/bitsandbytes/issues/599)
+    Signature("quantized-fails", r"cublasLt ran into an error|cuBLAS API failed with status \d+",
+              cause="bitsandbytes' int8 matmul (cublasLt) failed on this GPU: its release has no int8 layout for this "
+                    "architecture (Hopper before 0.40, pre-Turing before 0.37)",
+              remedies=(Remedy("Upgrade bitsandbytes (`pip install -U bitsandbytes`), or load the model in bf16/fp16 or 4-bit "
+                               "instead of `load_in_8bit`", id="bitsandbytes-upgrade"),)),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
     Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)|"
                                  r"No GPU found\. A GPU is needed for quantization",

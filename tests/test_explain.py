@@ -98,7 +98,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert dev >= 0.90
     assert held >= 0.90  # measured 91.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.80  # measured 80.5%: holdout-3 to -6 and -9 were gathered for the weakest families
+    assert held_all >= 0.81  # measured 82.1%: holdout-3 to -6, -9 and part of -10 were gathered for the weakest families
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
@@ -423,6 +423,17 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     # a collective's hang told in words, with no error at all (dev-4, dev-6)
     ("distributed--dsgn2-4x3090-training-freeze-nccl-p2p-deadlock", "collective-fails"),
     ("distributed--rtx5880-ada-allreduce-deadlock-pcie-acs", "collective-fails"),
+    # from dev-10: cuDNN's v8 API finding no engine, torch 0.4's dtype wording, torchaudio's own CUDA check, torchvision's
+    # CPU-only ops on CUDA tensors, cublasLt refusing fp8 (however the status is spelled), bitsandbytes' CUDA setup and
+    # its int8 matmul
+    ("cublas--gpt-sovits-linux-cudnn-get-unable-to-find-engine-ld-library-path", "cudnn-failed"),
+    ("dtype-mismatch--sparse-learning-fp16-mask-float-vs-half-old-wording", "mixes-rejected"),
+    ("extension-abi--sd-wav2lip-uhq-torchaudio-cu117-vs-torch-cu118", "cuda-variant-mismatch"),
+    ("extension-abi--ultralytics-nms-cuda-backend-windows-torchvision-cpu-wheel", "import-fails"),
+    ("fp8--superbench-cublaslt-gemm-fp8e4m3-rtx4090-cuda121", "no-fp8-hardware"),
+    ("fp8--comfyui-flux-fp8-e4m3fn-torch24-cu118-cublaslt-not-supported", "no-fp8-hardware"),
+    ("quantized-base--bnb-colab-cuda122-image-no-prebuilt-nocublaslt", "quantized-fails"),
+    ("quantized-base--bnb-h100-int8-cublaslt-status-15-col-turing", "quantized-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -39,6 +39,11 @@ SIGNATURES = (
     Signature("cudnn-failed", r"CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
                     "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
+    # cuDNN's v8 API finding no engine for a convolution: torch's "GET was unable to find an engine to execute this
+    # computation" (a cuDNN other than torch's own loaded first: LD_LIBRARY_PATH, a system cuDNN; or no memory left)
+    Signature("cudnn-failed", r"(GET|FIND) was unable to find an engine to execute this computation",
+              cause="cuDNN found no engine for this convolution: a cuDNN other than torch's own was loaded (LD_LIBRARY_PATH, a "
+                    "system cuDNN), or too little GPU memory for any engine's workspace", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1]),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
               cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
 )

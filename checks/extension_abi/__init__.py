@@ -60,6 +60,11 @@ SIGNATURES = (
               cause="torchvision's C++ ops (_C) did not load: the installed torchvision does not match torch "
                     "(another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
+    # A companion's operator registered for the CPU only, called on CUDA tensors: its CPU build beside a CUDA torch
+    # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics)
+    Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
+              cause="the companion (torchvision, torchaudio) is a CPU build beside a CUDA torch: its operators have no CUDA kernels",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"Couldn't load custom C\+\+ ops", frames=(r"torchvision",),
               cause="torchvision's C++ ops did not load: torchvision and torch do not match",
               remedies=(REINSTALL_EXTENSION,)),
@@ -88,8 +93,10 @@ SIGNATURES = (
               cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
               remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
                                "wheel built for the toolkit you have", id="toolkit-matches-torch"),)),
-    Signature("cuda-variant-mismatch", r"Detected that PyTorch and torchvision were compiled with different CUDA (major )?versions",
-              cause="torchvision was built for another CUDA major version than torch",
+    # torchvision's and torchaudio's own start-up check (their extension.py _check_cuda_version)
+    Signature("cuda-variant-mismatch", r"Detected that PyTorch and (torchvision|TorchAudio|torchaudio) were compiled with different CUDA "
+                                       r"(major )?versions",
+              cause="torchvision or torchaudio was built for another CUDA version than torch",
               remedies=(REINSTALL_EXTENSION,)),
 )
 
