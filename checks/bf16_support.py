@@ -392,7 +392,10 @@ SIGNATURES = (
     # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
     # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
     # compute capability 7.5." (github.com/vllm-project/vllm/issues/1157, /issues/946)
-    Signature("bf16-unsupported", r"(?i)bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+    # (or only the message's end, where a paste lost its start: "... You can use float16 instead by explicitly setting the
+    # `dtype` flag in CLI, for example: --dtype=half.")
+    Signature("bf16-unsupported", r"(?i)bfloat16 is only supported on GPUs with compute capability of at least 8\.0|"
+                                  r"You can use float16 instead by explicitly setting the ?`dtype` flag",
               cause="the GPU has compute capability below 8.0 (no native bf16); use fp16 (`--dtype half`) or fp32",
               remedies=BF16_REMEDIES),
     # transformers TrainingArguments._validate_args (src/transformers/training_args.py, huggingface/transformers @ 00349ae8):

@@ -434,6 +434,8 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("fp8--comfyui-flux-fp8-e4m3fn-torch24-cu118-cublaslt-not-supported", "no-fp8-hardware"),
     ("quantized-base--bnb-colab-cuda122-image-no-prebuilt-nocublaslt", "quantized-fails"),
     ("quantized-base--bnb-h100-int8-cublaslt-status-15-col-turing", "quantized-fails"),
+    # vLLM's bf16 refusal pasted without its start (dev-3)
+    ("bf16-support--llamafactory-3717-v100-vllm-api-qwen-bf16-config-chinese", "bf16-unsupported"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]
