@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_envdoctor
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -102,6 +102,26 @@ def test_explain_with_no_argument_explains_the_cell_that_failed(tmp_path: Path) 
     shown = text_of(outputs(nb.cells[2], "text/html")[0])
     assert "1. cpu-half-kernels" in shown and "LayerNormKernelImpl" in shown
     assert outputs(nb.cells[3], "stream") == ["['cpu-half-kernels']\n"]
+
+
+def test_a_saved_notebook_with_a_failed_cell_is_read_as_its_traceback(tmp_path: Path) -> None:
+    """`envdoctor explain run.ipynb`: the error output a real kernel saved (each traceback line a JSON string with its
+    ANSI colours and newlines escaped) reads as the traceback it was, with its frames, not as escaped text."""
+    nb = nbformat.v4.new_notebook()
+    code(nb, "import torch\nw = torch.ones(4, 4, dtype=torch.float8_e4m3fn)")
+    code(nb, "def forward(x):\n    return x + w\n\nforward(torch.ones(4, 4, dtype=torch.float16))")
+    execute(nb, cwd=tmp_path, allow_errors=True)
+    saved = tmp_path / "run.ipynb"
+    nbformat.write(nb, str(saved))
+    assert "\\u001b[" in saved.read_text()  # the colours, escaped, as the kernel sent them
+    proc = run_envdoctor("explain", "--no-probe", "--json", str(saved))
+    assert proc.returncode == 0, proc.stderr  # a cause was found
+    first = json.loads(proc.stdout)["diagnoses"][0]
+    assert (first["check"], first["code"]) == ("fp8", "float8-promotion")
+    assert first["evidence"][0].endswith("RuntimeError: Promotion for Float8 Types is not supported, attempted to promote "
+                                         "Half and Float8_e4m3fn")
+    assert first["evidence"][1] == "raised in <cell 2>, in forward"  # the frames, read through the escapes
+    assert "\\u001b" not in proc.stdout and "\x1b" not in proc.stdout
 
 
 def test_environment_remedies_take_effect_in_the_kernel_and_undo_puts_them_back(tmp_path: Path) -> None:

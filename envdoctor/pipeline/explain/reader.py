@@ -20,6 +20,7 @@ Cleaning, so that a log reads as the traceback Python printed:
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ HEAD = 1 << 20  # context lines are looked for in the log's first MiB (where run
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _TRACEBACK_MIDLINE = re.compile(r"(?<=[^\n])(?=Traceback \(most recent call last\))")
+# One JSON string on its line, alone or as a key's value (a notebook's "traceback" list, its "evalue")
+_JSON_STRING_LINE = re.compile(r'^\s*(?:"[\w-]+"\s*:\s*)?"((?:[^"\\]|\\.)*)",?\s*$')
 _PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[(\d+),(\d+)\]<std(?:out|err)>:) ?")
 # Words that open a window: every error line Python, torch, C++ aborts and loggers print carries one
 # ("RuntimeError", "CUDA error", "terminate called ... 'c10::Error'", "WARNING[XFORMERS]"). They all
@@ -100,6 +103,8 @@ def looks_binary(head: bytes) -> bool:
 
 def clean_lines(text: str) -> List[str]:
     """A chunk of log text as the lines a person reading the terminal saw."""
+    if "\\u001b" in text or "\\n" in text:
+        text = "\n".join(_json_unescaped(text.split("\n")))
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "Traceback (most" in text:
@@ -108,6 +113,23 @@ def clean_lines(text: str) -> List[str]:
     if "\r" in text:
         lines = [_last_redraw(line) if "\r" in line else line for line in lines]
     return lines
+
+
+def _json_unescaped(lines: List[str]) -> List[str]:
+    """A notebook's error output (an .ipynb, or pasted from one) keeps each traceback line as a JSON string, its
+    colours and newlines escaped (`"\\u001b[0;31mRuntimeError\\u001b[0m: ...\\n"`): such a line becomes the text it
+    holds. Lines that are not one JSON string stay as they are."""
+    out: List[str] = []
+    for line in lines:
+        m = _JSON_STRING_LINE.match(line) if "\\" in line else None
+        if m:
+            try:
+                out.extend(json.loads('"%s"' % m.group(1)).split("\n"))
+                continue
+            except ValueError:
+                pass
+        out.append(line)
+    return out
 
 
 def _last_redraw(line: str) -> str:

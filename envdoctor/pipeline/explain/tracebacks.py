@@ -20,7 +20,9 @@ _IPY_START = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most re
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.*))?')
 # IPython 8: `File /path/x.py:12, in f(a)`; VS Code renders the path as a link: `File [~/path/x.py:12](...)`.
 _IPY_FRAME = re.compile(r"^\s*File \[?(?P<path>[^\s\"\[].*?):(?P<line>\d+)\]?\)?(?:\(\S*\))?(?:, in (?P<func>.*))?\s*$")
-_IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)|Input In \[(?P<cell2>\d+)\], in .*)\s*$")
+# (IPython 8 names the function a cell defined: `Cell In[2], line 2, in forward(x)`)
+_IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)(?:, in (?P<func>[\w<>.]+)(?:\(.*\))?)?|"
+                       r"Input In \[(?P<cell2>\d+)\], in .*)\s*$")
 _IPY_OLD_FRAME = re.compile(r"^(?P<path>\S.*?\.py|<ipython-input-[\w-]+>) in (?P<func>[\w<>.]+)\(")
 _TYPE = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Failed|Fault)|KeyboardInterrupt|StopIteration)"
          r"|c10::\w+|std::\w+")
@@ -79,7 +81,8 @@ def _frame(line: str) -> Optional[Frame]:
         return Frame(frame_path(m.group("path")), None, m.group("func"))
     m = _IPY_CELL.match(line)
     if m:
-        return Frame("<cell %s>" % (m.group("cell") or m.group("cell2")), int(m.group("line") or 0) or None, "<module>")
+        return Frame("<cell %s>" % (m.group("cell") or m.group("cell2")), int(m.group("line") or 0) or None,
+                     m.group("func") or "<module>")
     return None
 
 
