@@ -302,6 +302,9 @@ _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pr
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 
 
+NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and the packages that need numpy 1) to releases "
+                       "built against numpy 2", id="numpy-downgrade")
+
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -318,7 +321,12 @@ SIGNATURES = (
     Signature("numpy-abi", r"A module that was compiled using NumPy 1\.x cannot be run in|_ARRAY_API not found|"
                            r"numpy\.core\.multiarray failed to import",
               cause="torch (or a module beside it) was built against numpy 1.x and numpy 2 is installed",
-              remedies=(Remedy("Install numpy<2 beside this torch, or upgrade torch to a release built against numpy 2", id="numpy-downgrade"),)),
+              remedies=(NUMPY_BELOW_2,)),
+    # Code written for numpy 1 meeting numpy 2, which removed names from its namespace (NumPy 2.0 migration guide: np.float_,
+    # np.NaN, np.Inf, np.product, np.BUFSIZE ...): numpy itself says "`np.X` was removed in the NumPy 2.0 release"
+    Signature("numpy-abi", r"was removed in the NumPy 2\.0 release|cannot import name '\w+' from 'numpy' \(",
+              cause="code written for numpy 1 runs on numpy 2, which removed names from its namespace",
+              remedies=(NUMPY_BELOW_2,)),
     # Windows: torch's own DLLs (torch\lib\c10.dll, fbgemm.dll, shm.dll, cudnn_*.dll) fail to load. Python writes
     # `Error loading "<path>" or one of its dependencies` in English whatever the language of the OS text before it
     # ("[WinError 126] 找不到指定的模块。", "Le module spécifié est introuvable."); a notebook's error JSON doubles the

@@ -219,6 +219,16 @@ def test_cuda_unavailable_told_in_words_has_three_readings_and_torch_loads_own_w
                "you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')\n") == "none"
 
 
+def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_printed() -> None:
+    for text, want in (("RuntimeError: CUDA error 35 (cudaLaunchKernel)\n", ("cuda-compat", "driver-too-old")),
+                       ("RuntimeError: cuda_error: 803\n", ("cuda-compat", "driver-library-mismatch")),
+                       ("ERROR: kernel failed with cudaErrorNoKernelImageForDevice\n", ("cuda-compat", "no-kernel-image")),
+                       ("RuntimeError: Cuda error: 209[cudaLaunchKernel(func, gridSize, blockSize, args, 0, stream);]\n",
+                        ("cuda-compat", "no-kernel-image"))):
+        assert code_of(text) == want, text
+    assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",
@@ -436,6 +446,11 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("quantized-base--bnb-h100-int8-cublaslt-status-15-col-turing", "quantized-fails"),
     # vLLM's bf16 refusal pasted without its start (dev-3)
     ("bf16-support--llamafactory-3717-v100-vllm-api-qwen-bf16-config-chinese", "bf16-unsupported"),
+    # from dev-11: an old apex.amp's patched optimizer.step under torch's LR scheduler, a CUDA runtime error told by its
+    # number, a name numpy 2 removed
+    ("apex--amp-step-patch-no-self-cosine-annealing-torch13", "apex-stale"),
+    ("cuda-compat--nvdiffrast-cuda-error-209-torch16-rtx5000", "no-kernel-image"),
+    ("torch-install--llamafactory-numpy2-bufsize-importerror", "numpy-abi"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

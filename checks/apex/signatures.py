@@ -57,6 +57,12 @@ SIGNATURES = (
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
               remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
+    # apex.amp before its fix replaced optimizer.step with a plain function; torch 1.3's LR schedulers wrap the step as a
+    # bound method and fail on it (github.com/NVIDIA/apex/issues/552: "update to a newer apex")
+    Signature("apex-stale", r"'function' object has no attribute '__self__'", frames=(r"torch/optim/lr_scheduler\.py",),
+              frames_required=True,
+              cause="an old apex.amp patched optimizer.step as a plain function, which torch's LR schedulers (1.3+) cannot wrap",
+              remedies=(REBUILD, NO_AMP)),
     Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),

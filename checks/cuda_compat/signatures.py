@@ -25,7 +25,25 @@ CUDA_UNAVAILABLE = (r"(?i)\bcuda\.is_available\(\)`?\s*(is |are |returns? |retur
 # with map_location=torch.device('cpu')")
 CHECKPOINT_SAVED_ON_CUDA = (r"deserialize object on a CUDA device|map_location",)
 
+
+
+def _runtime_error(code: int, name: str) -> str:
+    """A CUDA runtime error told by its number or its enum name, as extensions and other runtimes print it ("Cuda error:
+    209[cudaLaunchKernel(...)]", "CUDA error 35", "cudaErrorNoKernelImageForDevice"). The numbers are cudaError_t's
+    (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)."""
+    return r"(?i)\bcuda[ _]?error(?: code)?:? ?=? ?%d\b|\b%s\b" % (code, name)
+
+
 SIGNATURES = (
+    Signature("no-kernel-image", _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
+              cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
+              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    Signature("driver-too-old", _runtime_error(35, "cudaErrorInsufficientDriver"),
+              cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    Signature("driver-library-mismatch", _runtime_error(803, "cudaErrorSystemDriverMismatch"),
+              cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",
+              remedies=(REBOOT,)),
     Signature("no-kernel-image", r"no kernel image is available for execution on the device",
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
