@@ -286,8 +286,11 @@ SIGNATURES = (
     # "FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation
     # (`--fp16_full_eval`) can only be used on CUDA or NPU devices ..." (older: "... can only be used on CUDA
     # devices."); accelerate: "fp16 mixed precision requires a GPU (not 'mps')."
+    # CTranslate2 (faster-whisper, whisperX) refusing its float16 compute type on the CPU: "Requested float16 compute type,
+    # but the target device or backend do not support efficient float16 computation"
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
-                              r"fp16 mixed precision requires a GPU",
+                              r"fp16 mixed precision requires a GPU|"
+                              r"Requested float16 compute type, but the target device or backend do not support",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
     # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing

@@ -136,7 +136,7 @@ SIGNATURES = (
                     "input in another)", remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
-    Signature("mixes-rejected", r"Input type %s should be the same" % (_TWO % r" and (?:weight|bias) type "),
+    Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
               cause="a normalisation's input and weight have different dtypes on the CPU", remedies=REMEDIES),

@@ -261,6 +261,9 @@ def test_a_diagnosis_reads_the_operation_dtypes_device_and_library() -> None:
     ("Input type (float) and bias type (struct c10::Half) should be the same", "Input type (Float) and bias type (Half)",
      ["float32", "float16"]),
     ("x is torch.bfloat16, w is torch.float8_e4m3fn", "x is BFloat16, w is Float8_e4m3fn", ["bfloat16", "float8_e4m3fn"]),
+    # retyped by hand: full-width parentheses, a dtype in another case (dev-12)
+    ("Input type （BFLoat16） and bias type (half) Should be the same", "Input type (BFloat16) and bias type (Half)",
+     ["bfloat16", "float16"]),
 ])
 def test_every_dtype_spelling_reads_as_one(text: str, want: str, dtypes: List[str]) -> None:
     assert want in canonical(text)
@@ -451,6 +454,13 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("apex--amp-step-patch-no-self-cosine-annealing-torch13", "apex-stale"),
     ("cuda-compat--nvdiffrast-cuda-error-209-torch16-rtx5000", "no-kernel-image"),
     ("torch-install--llamafactory-numpy2-bufsize-importerror", "numpy-abi"),
+    # from dev-12: CTranslate2's fp16 refusal on the CPU, the NVIDIA container toolkit's CUDA requirement, the allocator
+    # over a memory fraction, a dtype message retyped with full-width parentheses, a package's _C never built
+    ("cpu-half-kernels--whisperx-macos-default-float16-compute-type", "fp16-refused"),
+    ("cuda-compat--llm-swarm-tgi-111-container-needs-cuda118-driver", "driver-too-old"),
+    ("device-memory--svd-sampler-24gb-25-frames-allocation", "out-of-memory"),
+    ("dtype-mismatch--videochat-flash-finetuned-inference-bf16-input-half-bias", "mixes-rejected"),
+    ("extension-abi--groundingdino-colab-c-not-defined-extension-not-built", "import-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

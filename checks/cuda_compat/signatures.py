@@ -70,6 +70,11 @@ SIGNATURES = (
               frames=(r"torch/cuda/__init__\.py",),
               cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    # the NVIDIA container toolkit refusing an image whose CUDA is newer than the host's driver ("nvidia-container-cli:
+    # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version")
+    Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+",
+              cause="the host's NVIDIA driver is older than the CUDA the container image needs",
+              remedies=(DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)", id="older-image"))),
     Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
               cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),

@@ -46,7 +46,9 @@ SIGNATURES = (
     Signature("out-of-memory", r"MPS backend out of memory",
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate", unless=PROGRAM_GROWTH,
+    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate|"
+                               # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
+                               r"Allocation on device \d+ would exceed allowed memory", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
               remedies=EXPLAIN_REMEDIES),

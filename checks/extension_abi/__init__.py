@@ -60,6 +60,14 @@ SIGNATURES = (
               cause="torchvision's C++ ops (_C) did not load: the installed torchvision does not match torch "
                     "(another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
+    # A package's own compiled module (`_C`) missing: installed from a source tree or its requirements without building
+    # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
+    Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._C'|"
+                              r"cannot import name '_C' from '(?!torch')[\w.]+'",
+              cause="a package's compiled extension (_C) was never built here, or does not load against this torch",
+              remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
+                               "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
+                        REINSTALL_EXTENSION)),
     # A companion's operator registered for the CPU only, called on CUDA tensors: its CPU build beside a CUDA torch
     # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics)
     Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",

@@ -26,6 +26,11 @@ _PY_DTYPE = re.compile(r"\btorch\.(%s)\b" % "|".join(sorted(_TORCH_DTYPE, key=le
 # C++'s own `float` / `double` where a dtype stands: "(float)", "got: float != c10::Half", "!= float".
 _C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b")
 _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
+# A message retyped by hand, as people do on phones and in CJK text: full-width punctuation ("Input type （BFloat16）")
+# and a dtype in its own parentheses in another case ("(BFLoat16)", "(half)")
+_FULL_WIDTH = str.maketrans("（）：，＇＂［］", "():,'\"[]")
+_RETYPED = re.compile(r"\((bfloat16|half|float)\)", re.IGNORECASE)
+_RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
 
 
 def canonical(text: str) -> str:
@@ -33,6 +38,7 @@ def canonical(text: str) -> str:
     or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes."""
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
+    text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
     text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
