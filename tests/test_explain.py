@@ -165,7 +165,9 @@ def test_an_fp16_overflow_told_in_words_is_library_probes_only_beside_fp16_and_n
     for text in ("I fine-tune t5-large with fp16=True and the loss becomes nan after a few steps.\n",
                  "SDXL gives me a black image every time, whatever the prompt.\n",
                  "float16的logits中有很多nan值\n",  # CJK around the word: no \\b boundary there
-                 "Works with bfloat16, but the output is empty with float16.\n"):
+                 "Works with bfloat16, but the output is empty with float16.\n",
+                 # NaN in the plural, after a verb (transformers' T5 in .half(), dev-2)
+                 "model = T5Model.from_pretrained('t5-base').cuda().half()\nwith longer inputs it still yields nans\n"):
         assert top(text) == "library-probes", text
     for text in ("The loss becomes nan after a few steps.\n",  # nothing says fp16: a learning rate, a data bug
                  "I get a black image in fp16; the log says: Potential NSFW content was detected in one or more images.\n"):

@@ -30,12 +30,13 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
 
 # NaN or inf told in words, and the blank images or empty replies they become (a line of prose, or a printed tensor of
 # nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
-_NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)(?![A-Za-z])"
+_NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)s?(?![A-Za-z])"  # and the plural: "it still yields nans", "NaNs in the output"
 PROSE_NAN = (r"(?i)\b(solid )?black (image|images|output|outputs|result|results|picture|pictures|video|frames?|screen)\b|"
              r"\b(image|output|result|picture|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
              r"(all |total |totally |completely |pure |just |entirely )?black\b|"
              r"\bloss\b[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}\bloss\b|\ball[- ]nan\b|NaN detected in latents|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
+             r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got)\s+(only\s+|all\s+)?%(nan)s|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
