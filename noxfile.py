@@ -4,6 +4,7 @@ minimums` runs the same three one after another."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +16,15 @@ from pathlib import Path
 import nox
 import tomllib
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tests"))
+from pip_sources import uv_environment  # tests/pip_sources.py, shared with the tests' own venvs
+
 nox.options.sessions = ["ci"]
+# uv makes the sessions' venvs and installs into them where nox finds it (.ci/run installs it beside nox: seconds where
+# pip takes a minute for torch), from the sources pip is configured with here; else virtualenv and pip
+nox.options.default_venv_backend = "uv|virtualenv"
+for _name, _value in uv_environment().items():
+    os.environ.setdefault(_name, _value)
 SESSIONS = ("lint", "tests", "minimums")
 nox.options.error_on_missing_interpreters = True
 
@@ -55,6 +64,12 @@ PYTEST = ("pytest>=8,<9", "pytest-xdist>=3.6")
 PARALLEL = ("-n", "auto", "--dist", "loadgroup", "--durations=25")
 
 
+def _install(session: nox.Session, *args: str) -> None:
+    """session.install without compiling what it installs (pip's --no-compile; uv compiles only when asked), and
+    with pip in a venv uv made: the tests run `python -m pip` as users do."""
+    session.install(*(("pip",) if session.venv_backend == "uv" else ("--no-compile",)), *args)
+
+
 def _write_bytecode(session: nox.Session) -> None:
     """Packages install without compiling every module (all of torch costs half a minute of CPU);
     the processes of the session write the bytecode of what they import, once."""
@@ -65,11 +80,11 @@ def _write_bytecode(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """pytest on the real CPU torch (pinned), with envdoctor installed editable."""
     _write_bytecode(session)
-    session.install("--no-compile", TORCH, "numpy")
+    _install(session, TORCH, "numpy")
     # nbclient, nbformat and ipykernel: the notebook tests run real notebooks in a real kernel;
     # setuptools: the wheel test builds envdoctor's wheel without build isolation; uv: an
     # environment made by uv, as users make them
-    session.install("--no-compile", "-e", ".", *PYTEST, "setuptools>=77", "nbclient", "nbformat", "ipykernel", "uv", TORCH)
+    _install(session, "-e", ".", *PYTEST, "setuptools>=77", "nbclient", "nbformat", "ipykernel", "uv", TORCH)
     session.run("pytest", *PARALLEL, *session.posargs)
 
 
@@ -78,7 +93,7 @@ def minimums(session: nox.Session) -> None:
     """The lowest version of every dependency pyproject.toml admits, and the CLI end to end on them."""
     pins = lowest_requirements() + list(INDIRECT_MINIMUMS)
     _write_bytecode(session)
-    session.install("--no-compile", TORCH, "numpy", *PYTEST, *pins)
+    _install(session, TORCH, "numpy", *PYTEST, *pins)
     session.install("--no-deps", "-e", ".")
     check = "import importlib.metadata as m; wanted = %r; got = {n: m.version(n) for n in wanted}; " \
             "assert got == wanted, got; print('minimums:', got)" % {p.split("==")[0]: p.split("==")[1] for p in pins}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from types import SimpleNamespace
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pytest
+from pip_sources import uv_environment
 
 from envdoctor.target.model import Check, Finding, Target
 
@@ -186,36 +188,22 @@ def make_venv(path: Path, system_site_packages: bool = False, with_pip: bool = T
 def pip_install(python: Path, *requirements: str) -> None:
     """Install into a test's venv: with uv where the test session has it (the `tests` session installs it: it
     unpacks in parallel and links from its cache, seconds where pip takes most of a minute for torch), from the
-    sources pip is configured with here; else with pip. The venvs keep their own pip, which `fix` runs.
-    Neither compiles: compiling all of torch costs half a minute of CPU per venv; the modules a test imports are
-    compiled once, on their first import (bytecode writing is on for the tests, below)."""
+    sources pip is configured with here (tests/pip_sources.py); else with pip. The venvs keep their own pip, which
+    `fix` runs. Neither compiles: compiling all of torch costs half a minute of CPU per venv; the modules a test
+    imports are compiled once, on their first import (bytecode writing is on for the tests, below)."""
     uv = Path(sys.executable).parent / "uv"
     if uv.exists():
-        command = [str(uv), "pip", "install", "-q", "--python", str(python), *_pip_sources(), *requirements]
+        command = [str(uv), "pip", "install", "-q", "--python", str(python), *requirements]
+        env = dict(_uv_environment(), **os.environ)  # what nox already set wins
     else:
         command = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile", *requirements]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+        env = None
+    subprocess.run(command, check=True, capture_output=True, text=True, env=env)
 
 
-_PIP_SOURCES: List[str] = []
-
-
-def _pip_sources() -> List[str]:
-    """pip's configured indexes, local wheel folders and constraints as uv's options (uv reads no pip.conf);
-    like pip, the best version from any of the indexes."""
-    if not _PIP_SOURCES:
-        listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True).stdout
-        options = {"index-url": "--index-url", "extra-index-url": "--extra-index-url", "find-links": "--find-links",
-                   "constraint": "--constraint"}
-        pairs: List[Tuple[str, str]] = []
-        for line in listed.splitlines():
-            key, _, value = line.partition("=")
-            option = options.get(key.rsplit(".", 1)[-1])
-            for item in value.strip().strip("'\"").split() if option else ():
-                if (option, item) not in pairs:  # the same setting from the file and the environment
-                    pairs.append((option, item))
-        _PIP_SOURCES[:] = ["--index-strategy", "unsafe-best-match"] + [part for pair in pairs for part in pair]
-    return list(_PIP_SOURCES)
+@functools.cache
+def _uv_environment() -> Dict[str, str]:
+    return uv_environment()
 
 
 
