@@ -310,7 +310,8 @@ SIGNATURES = (
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
               r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
-              r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)",
+              r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
+              r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)",  # its own _C
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
@@ -392,6 +393,12 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux; Apple: mps) or run on the CPU",
                                id="device-here"),)),
+    # Intel GPUs: torch's XPU build asked of a CPU-only one (torch/xpu/__init__.py _lazy_init: "Torch not compiled with XPU
+    # enabled"); PyPI's default wheel has no XPU, download.pytorch.org/whl/xpu has
+    Signature("cpu-only-torch", r"Torch not compiled with XPU enabled",
+              cause="a torch without Intel GPU (XPU) support was asked to use the XPU",
+              remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
+                               "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
               cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
                     "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),

@@ -463,6 +463,13 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("device-memory--svd-sampler-24gb-25-frames-allocation", "out-of-memory"),
     ("dtype-mismatch--videochat-flash-finetuned-inference-bf16-input-half-bias", "mixes-rejected"),
     ("extension-abi--groundingdino-colab-c-not-defined-extension-not-built", "import-fails"),
+    # from dev-13: ROCm without code for the AMD card's gfx target (in words and inside a JSON error), torchvision's old
+    # "No such operator", torch's own _C.so with an undefined symbol, a torch without XPU asked for Intel's GPU
+    ("cuda-compat--comfyui-stabilitymatrix-7800xt-hip-invalid-device-function-json", "no-kernel-image"),
+    ("cuda-compat--koboldai-rx6600-arch-hiperrornobinaryforgpu-hsa-override", "no-kernel-image"),
+    ("extension-abi--vision-nightly-wheels-stale-no-such-operator-nms", "import-fails"),
+    ("torch-install--pytorch-0112-conda-update-c-so-undefined-thcslongtensor", "torch-import-failed"),
+    ("torch-install--sdnext-arc-a750-torch-not-compiled-with-xpu-cpu-torch", "cpu-only-torch"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -38,6 +38,15 @@ SIGNATURES = (
     Signature("no-kernel-image", _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+    # The older wording of the same (cudaErrorInvalidDeviceFunction), and ROCm's: a torch wheel without code for the AMD
+    # GPU's gfx target ("HIP error: invalid device function", "hipErrorNoBinaryForGpu: Unable to find code object for all
+    # current devices"); consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
+    # (rocm.docs.amd.com, the system requirements' GPU list)
+    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
+              cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
+              remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
+                                              "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
+                                              "the card's gfx target", id="rocm-gfx-override"))),
     Signature("driver-too-old", _runtime_error(35, "cudaErrorInsufficientDriver"),
               cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),

@@ -42,7 +42,7 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"deepspeed|vllm)/",)
 
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
-TORCH_OWN_LIBRARY = r"torch[\\/]+lib[\\/]+lib\w+\.so[.\d]*: undefined symbol"
+TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
 
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
@@ -56,7 +56,7 @@ SIGNATURES = (
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
-    Signature("import-fails", r"operator torchvision::\w+ does not exist", frames=(r"torchvision",),
+    Signature("import-fails", r"operator torchvision::\w+ does not exist|No such operator torchvision::\w+", frames=(r"torchvision",),
               cause="torchvision's C++ ops (_C) did not load: the installed torchvision does not match torch "
                     "(another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
