@@ -176,18 +176,12 @@ SIGNATURES = (
                                  r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError)",
               cause="bitsandbytes' native library cannot load here (a build for another OS or CUDA, or a missing file)",
               remedies=EXPLAIN_REMEDIES[::-1]),
-    # bitsandbytes before 0.37 had int8 matmul only for Turing and newer (cc 7.5+): "Your GPU does not support Int8
-    # Matmul!" on Pascal/Volta (github.com/bitsandbytes-foundation/bitsandbytes/issues/131: 0.37.0 added it)
-    Signature("quantized-fails", r"Your GPU does not support Int8 Matmul",
-              cause="this bitsandbytes has no int8 matmul for this GPU's architecture (before 0.37: Turing or newer only)",
-              remedies=(Remedy("Upgrade bitsandbytes (0.37+ runs int8 matmul on older GPUs: `pip install -U bitsandbytes`), "
-                               "or load the model in fp16 without `load_in_8bit`", id="bitsandbytes-upgrade"),)),
-    # bitsandbytes' int8 matmul through cublasLt failing on a GPU its release has no layout for (csrc/ops.cu prints "cuBLAS
-    # API failed with status 15", functional.py raises "cublasLt ran into an error!"; Hopper before bitsandbytes 0.40:
-    # github.com/bitsandbytes-foundation/bitsandbytes/issues/599)
-    Signature("quantized-fails", r"cublasLt ran into an error|cuBLAS API failed with status \d+",
-              cause="bitsandbytes' int8 matmul (cublasLt) failed on this GPU: its release has no int8 layout for this "
-                    "architecture (Hopper before 0.40, pre-Turing before 0.37)",
+    # bitsandbytes' int8 matmul (cublasLt) on a GPU its release has no int8 layout for: before 0.37 Turing and newer only
+    # ("Your GPU does not support Int8 Matmul!" on Pascal/Volta; github.com/bitsandbytes-foundation/bitsandbytes/issues/131),
+    # Hopper before 0.40 (csrc/ops.cu prints "cuBLAS API failed with status 15", functional.py raises "cublasLt ran into an
+    # error!"; github.com/bitsandbytes-foundation/bitsandbytes/issues/599)
+    Signature("quantized-fails", r"Your GPU does not support Int8 Matmul|cublasLt ran into an error|cuBLAS API failed with status \d+",
+              cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(Remedy("Upgrade bitsandbytes (`pip install -U bitsandbytes`), or load the model in bf16/fp16 or 4-bit "
                                "instead of `load_in_8bit`", id="bitsandbytes-upgrade"),)),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
