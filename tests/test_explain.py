@@ -187,6 +187,13 @@ def test_an_adapter_on_a_quantized_base_is_read_by_structure_and_not_where_the_a
                  "the official scaled fp8 weights still do not support lora\n",
                  "WARNING - Loading LoRA on quantized model (int8_weight_only) - this may fail\n"):
         assert code_of(text) == ("dora-fp8", "adapter-on-quantized-base"), text
+    # an error naming a quantized layer or tensor class beside an adapter, whichever library's class it is
+    for message in ("AttributeError: 'Params4bit' object has no attribute 'compress_statistics'",
+                    "RuntimeError: aten::mm is not implemented for AffineQuantizedTensor",
+                    "TypeError: unsupported operand type(s) for +: 'QBytesTensor' and 'Tensor'"):
+        text = _traceback(message, SITE + "peft/tuners/lora/layer.py", before="Loading LoRA adapter lora_A.safetensors")
+        assert code_of(text) == ("dora-fp8", "adapter-on-quantized-base"), message
+        assert top(_traceback(message, SITE + "mylib/model.py")) == "none", message  # no adapter anywhere: not this reading
     assert top("ValueError: You cannot perform fine-tuning on purely quantized models. Please attach trainable adapters on "
                "top of the quantized model to correctly perform fine-tuning.\n") == "none"
 

@@ -59,6 +59,8 @@ _API_DRIFT = (r"unexpected keyword argument|cannot import name",)
 # A quantized model with no adapter at all (transformers' "cannot perform fine-tuning on purely quantized models. Please
 # attach trainable adapters"): the code forgot get_peft_model, or merged the adapters away before training
 _NO_ADAPTER = (r"(?i)\battach (trainable )?adapters\b|\bno (trainable )?adapters?\b|\bwithout (an? )?adapters?\b",)
+# peft's refusal to wrap the AWQ and GPTQ kernels' layers (tuners/lora/model.py "Target module ... is not supported")
+_PEFT_REFUSES = r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported"
 ADAPTER_ON_QUANTIZED = Remedy("Load the base unquantized (bf16/fp16) to train, load or merge the adapter, then quantize the "
                               "result; or use a loader and release that support adapters on this quantization",
                               id="lora-unquantized")
@@ -90,7 +92,7 @@ SIGNATURES = (
     # peft wrapping a quantized layer class it has no LoRA layer for (AWQ's WQLinear_GEMM, GPTQ's QuantLinear: peft's
     # tuners/lora/model.py "Target module ... is not supported"), or a LoRA patch reading `.weight`, which packed
     # layers keep as qweight (github.com/casper-hansen/AutoAWQ: "not compatible with training yet")
-    Signature("adapter-on-quantized-base", r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported",
+    Signature("adapter-on-quantized-base", _PEFT_REFUSES,
               cause="peft has no adapter layer for this quantized layer (AWQ, GPTQ kernels): the base cannot take LoRA as loaded",
               remedies=(Remedy("Train the adapter on the unquantized model, or on a quantization peft supports (bitsandbytes "
                                "4/8-bit QLoRA, or a peft release that wraps this kernel), then quantize", id="lora-unquantized"),)),
@@ -109,6 +111,14 @@ SIGNATURES = (
               remedies=(Remedy("Load the LoRA into the unquantized base, then quantize (`quantize(...)` and `freeze(...)` after "
                                "`load_lora_weights`), or fuse the LoRA first; recent peft and quanto releases load some "
                                "adapters directly", id="lora-before-quantize"),)),
+    # An error that names a quantized layer or tensor class (bitsandbytes' Linear4bit/Params4bit, GPTQ/AWQ/Marlin kernels,
+    # quanto's QLinear, torchao's AffineQuantizedTensor/Float8Tensor, HQQ) beside an adapter: the adapter code met the
+    # packed weight
+    Signature("adapter-on-quantized-base", r"\b(Linear4bit|Linear8bitLt|Params4bit|Int8Params|\w*QuantLinear\w*|WQLinear_\w+|"
+                                           r"QLinear|QBytesTensor|AffineQuantizedTensor|Float8Tensor|HQQLinear|\w*Marlin\w*Linear)\b",
+              context=(r"(?i)\b(q?lora|dora|peft|lycoris|adapters?)\b",), context_required=True,
+              unless=_API_DRIFT + (_PEFT_REFUSES,),  # peft's own refusal for those kernels, below, says more
+              cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
     Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
