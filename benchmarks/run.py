@@ -94,7 +94,20 @@ def explain_pairs() -> list:
     return [("envdoctor explain --no-probe train.log (10 MB)", explain + [str(log)],
              "envdoctor explain --no-probe traceback.txt", explain + [str(bare)], 3.0),
             ("envdoctor explain --no-probe train.log (10 MB)", explain + [str(log)], "envdoctor --version",
-             ENVDOCTOR + ["--version"], 4.0)]
+             ENVDOCTOR + ["--version"], 4.0),
+            # no error anywhere, 1,000 lines of 4,000 characters of data: every line is read as a message pasted alone,
+            # against every signature (the worst input for the matcher; before its patterns were bounded, 49 s)
+            ("envdoctor explain --no-probe junk.log (4 MB of data lines)", explain + [str(junk_log(folder / "junk.log"))],
+             "envdoctor --version", ENVDOCTOR + ["--version"], 60.0)]
+
+
+def junk_log(path: Path) -> Path:
+    """tests/tracebacks.py's JUNK lines, 1,000 of them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from tracebacks import JUNK
+
+    path.write_text("".join(JUNK[i % len(JUNK)] + "\n" for i in range(1000)), encoding="utf-8")
+    return path
 
 
 def seed_pairs(python: str, config: Path) -> list:

@@ -269,7 +269,7 @@ EXPLAIN_REMEDIES = (
 SIGNATURES = (
     # Any kernel but a CUDA one (those are bf16-support's); the closing quote is optional because
     # people paste the line cut short.
-    Signature("fp16-missing", r"\"?(?!\w*cuda)\w+\"? not implemented for '(Half|BFloat16)",
+    Signature("fp16-missing", r"(?<!\w)\"?(?!\w{0,80}cuda)\w{1,80}\"? not implemented for '(Half|BFloat16)",
               # the CPU named near it, or a torch before 2.1 (the releases without these kernels)
               context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|on CPU|--device cpu|use_cpu",
                        r"\btorch(==| |-)(1\.\d+|2\.0)(\.\d+)?\b"),

@@ -8,7 +8,7 @@ import functools
 from typing import List
 
 import pytest
-from tracebacks import Case, cases
+from tracebacks import JUNK, Case, cases
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.explain.match import Matching, match
@@ -361,6 +361,12 @@ def test_memory_is_bounded_and_the_traceback_at_the_end_survives() -> None:
     assert len(excerpt.lines) <= MAX_KEPT and excerpt.dropped_lines > 0
     assert max(len(line.text) for line in excerpt.lines) <= 4000
     assert match(excerpt, CHECKS).diagnoses[0].check == "cpu-half-kernels"
+
+
+def test_lines_of_data_get_no_cause_and_no_near_miss_from_a_signature_that_keys_on_frames_alone() -> None:
+    found = explained("\n".join(JUNK * 3) + "\n")
+    # (a message pattern that matches no characters keys on frames or context: without them it was not near)
+    assert found.diagnoses == [] and found.near == []
 
 
 def test_a_traceback_cut_before_its_error_belongs_to_the_error_quoted_without_frames() -> None:

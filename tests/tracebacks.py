@@ -10,6 +10,12 @@ from typing import Dict, List
 CORPUS = Path(__file__).parent / "data" / "tracebacks"
 SEPARATOR = "----"
 
+# Lines of data, not words (base64, minified JSON, a path repeated), each 4,000 characters long (the reader's longest):
+# what no error in a log looks like at its worst for the matcher, which reads them all as messages pasted alone
+# (tests/test_explain.py; benchmarks/run.py times it: an unbounded `\\w+` before a fixed word is quadratic on them)
+JUNK = ["WARN " + "a/" * 1995, "x" * 4000, "/" * 4000, "a b " * 1000, ("lora fp8 " * 450)[:4000], "\\" * 4000,
+        "Error: " + "x" * 3993, "nan " * 1000, "a." * 2000, "A" * 4000]
+
 
 @dataclass(frozen=True)
 class Case:

@@ -72,7 +72,7 @@ SIGNATURES = (
     Signature("dora-float8-base", _FLOAT8, context=_ADAPTER_WORDS, context_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     # A logger that names the LoRA it was patching on the error's own line (ComfyUI: `ERROR lora <key> "addmm_cuda" not
     # implemented for 'Float8_e4m3fn'`).
-    Signature("dora-float8-base", r"\b(lora|LoRA|LORA)\b.*(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    Signature("dora-float8-base", r"^(?=.*?\b(lora|LoRA|LORA)\b).*?(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     # A LoRA loaded into a base that optimum-quanto quantized (qfloat8, qint8): quanto's modules read their packed
     # weight as `<name>._data` / `._scale` from the state dict, which an adapter's keys do not have
     # (github.com/huggingface/diffusers/issues/9514: LoRA into a quanto-quantized Flux "is not yet supported"; 9270)
@@ -122,7 +122,7 @@ SIGNATURES = (
     # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
     Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
-    Signature("adapter-on-quantized-base", r"(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
+    Signature("adapter-on-quantized-base", r"^(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
               unless=_API_DRIFT + _NO_ADAPTER, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),

@@ -44,10 +44,10 @@ PROSE_FP16 = (r"(?i)\bfp16\b|float16|\bhalf\b|--no-half|no_half|\.half\(\)|16-mi
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 SIGNATURES = (
-    Signature("fp16-fails", r"\"?\w+\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
+    Signature("fp16-fails", r"(?<!\w)\"?\w{1,80}\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, group_norm on the CPU)"),
-    Signature("bf16-fails", r"\"?\w+\"? not implemented for 'BFloat16'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
+    Signature("bf16-fails", r"(?<!\w)\"?\w{1,80}\"? not implemented for 'BFloat16'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no kernel for an operation the model runs in bf16 on this device"),
     Signature("fp16-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
               frames=(r"transformers[/\\]models[/\\]t5[/\\]", r"apex[/\\]normalization"), frames_required=True,

@@ -27,6 +27,9 @@ from envdoctor.target.model import Check, Remedy, Signature
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
 CONTEXT_AFTER = 20
 LOOSE_LINES = 1000  # the log's last kept lines read for messages without an exception type
+# Of such a line (and of the lines around an error, for context), the first characters: a message people paste is
+# short, and the rest of a 4,000-character line is data (base64, minified JSON) that every pattern would scan
+LOOSE_CHARS = 1000
 _BASE = {"traceback": 0.6, "cpp": 0.6, "bare": 0.5, "line": 0.4}
 _FRAMES_HIT = 0.2
 _CONTEXT_HIT = 0.15
@@ -128,14 +131,14 @@ class _Surroundings:
     def __init__(self, excerpt: LogExcerpt) -> None:
         self.lines = excerpt.lines
         self.numbers = [ln.number for ln in excerpt.lines]  # the reader keeps them in order
-        self.context = [ln.text for ln in excerpt.context]
+        self.context = [ln.text[:LOOSE_CHARS] for ln in excerpt.context]
         self.cache: Dict[int, List[str]] = {}
 
     def of(self, error: RaisedError) -> List[str]:
         if error.line not in self.cache:
             lo = bisect.bisect_left(self.numbers, error.line - CONTEXT_BEFORE)
             hi = bisect.bisect_right(self.numbers, error.line + CONTEXT_AFTER)
-            near = [ln.text for ln in self.lines[lo:hi] if ln.stream in ("", error.stream)]
+            near = [ln.text[:LOOSE_CHARS] for ln in self.lines[lo:hi] if ln.stream in ("", error.stream)]
             self.cache[error.line] = self.context + near
         return self.cache[error.line]
 
@@ -145,21 +148,24 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surround
     found = _compiled(sig.message).search(text)
     if not found:
         return None
+    # A signature whose message matches no characters keys on its frames or context alone: without them it was not
+    # near, and a supporting one names no cause of its own; neither is a near miss worth showing
+    quiet = sig.supporting or not found.group(0)
+    frames_hit = bool(sig.frames) and _any(sig.frames, error.paths)
+    if sig.frames_required and not frames_hit:
+        if not quiet:
+            near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows no frame of %s" % " or ".join(sig.frames)))
+        return None
     if sig.unless:
         ruled_out = _first_match(sig.unless, [text] + surroundings.of(error))
         if ruled_out:
-            if not sig.supporting:
+            if not quiet:
                 near.append(NearMiss(check.id, sig.code, "the message matches, but the log shows another cause: %s" % _first_line(ruled_out)))
             return None
-    frames_hit = bool(sig.frames) and _any(sig.frames, error.paths)
-    if sig.frames_required and not frames_hit:
-        if not sig.supporting:
-            near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows no frame of %s" % " or ".join(sig.frames)))
-        return None
     context_line = _first_match(sig.context, surroundings.of(error)) if sig.context else ""
     context_hit = bool(context_line)
     if sig.context_required and not context_hit:
-        if not sig.supporting:
+        if not quiet:
             near.append(NearMiss(check.id, sig.code, "the message matches, but nothing near it in the log shows %s" % " or ".join(sig.context)))
         return None
     score = _BASE.get(error.shape, 0.5) + _FRAMES_HIT * frames_hit + _CONTEXT_HIT * context_hit
@@ -170,7 +176,7 @@ def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[Rai
     """Lines that carry a signature's words without an exception type (a warning, a message
     pasted alone): read only when no raised error explains anything."""
     taken = {e.line for e in errors}
-    return [RaisedError("", ln.text.strip(), ln.number, [], ln.stream, "line") for ln in excerpt.lines[-LOOSE_LINES:]
+    return [RaisedError("", ln.text.strip()[:LOOSE_CHARS], ln.number, [], ln.stream, "line") for ln in excerpt.lines[-LOOSE_LINES:]
             if ln.number not in taken and ln.text.strip()]
 
 
