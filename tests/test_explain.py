@@ -270,6 +270,9 @@ def test_a_diagnosis_reads_the_operation_dtypes_device_and_library() -> None:
     ("Input type (float) and bias type (struct c10::Half) should be the same", "Input type (Float) and bias type (Half)",
      ["float32", "float16"]),
     ("x is torch.bfloat16, w is torch.float8_e4m3fn", "x is BFloat16, w is Float8_e4m3fn", ["bfloat16", "float8_e4m3fn"]),
+    # copied out of a page's HTML source
+    ("RuntimeError: &quot;addmm_impl_cpu_&quot; not implemented for &#39;Half&#39;",
+     "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", ["float16"]),
     # retyped by hand: full-width parentheses, a dtype in another case (dev-12)
     ("Input type （BFLoat16） and bias type (half) Should be the same", "Input type (BFloat16) and bias type (Half)",
      ["bfloat16", "float16"]),

@@ -11,6 +11,7 @@ are written against; `dtypes_in` reads them back as torch dtype names.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import List
 
@@ -38,6 +39,8 @@ def canonical(text: str) -> str:
     or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes."""
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
+    if "&" in text and ";" in text:  # copied out of a web page's source or an HTML export: &#39;Half&#39;, &quot;
+        text = html.unescape(text)
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
