@@ -212,6 +212,7 @@ def test_an_fp8_capability_gate_is_read_by_structure_in_any_tools_words() -> Non
 def test_an_out_of_memory_the_log_shows_growing_or_only_in_evaluation_is_the_programs() -> None:
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB.\n"
     assert top(oom) == "device-memory"
+    assert top(oom.replace("CUDA", "HIP")) == top(oom.replace("CUDA", "XPU")) == "device-memory"  # ROCm's, Intel's
     for before in ("I'm experiencing a nasty memory leak which very quickly leads to a CUDA OOM:\n",
                    "train is ok.\ntest is error.\n",
                    "the training loop works perfectly fine at this batch size, validation fails:\n"):

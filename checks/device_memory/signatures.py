@@ -46,7 +46,7 @@ SIGNATURES = (
     Signature("out-of-memory", r"MPS backend out of memory",
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA out of memory\. Tried to allocate|"
+    Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\. Tried to allocate|"  # the same allocator on ROCm and Intel GPUs
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
                                r"Allocation on device \d+ would exceed allowed memory", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
