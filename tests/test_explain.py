@@ -98,7 +98,7 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
     assert dev >= 0.90
     assert held >= 0.90  # measured 91.7% (issue 25 aims at 90%)
     assert held_23 >= 0.82  # measured 83.0%: holdout-3 was gathered for the weakest families
-    assert held_all >= 0.81  # measured 82.8%: holdout-3 to -6, -9 and part of -10 were gathered for the weakest families
+    assert held_all >= 0.82  # measured 83.6%: holdout-3 to -6, -9 and part of -10 were gathered for the weakest families
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.seed], ids=lambda c: c.name)
