@@ -111,10 +111,15 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     if running:
         return Verdict(False, "this environment does not reproduce it: here torch %s runs %s; the log came from another "
                               "machine or another torch" % (torch, describe(running[0])), live)
-    if diagnosis.involved.device == "cuda" and not any(str(d).startswith("cuda") for d in environment.get("devices") or ()):
-        return Verdict(None, "cannot be reproduced here: this machine has no CUDA GPU%s" % (
-            " (%s)" % own.summary if own.summary else ""), live)
+    device = diagnosis.involved.device
+    if device in _ACCELERATORS and not any(str(d).startswith(device) for d in environment.get("devices") or ()):
+        return Verdict(None, "cannot be reproduced here: this machine has no %s%s" % (
+            _ACCELERATORS[device], " (%s)" % own.summary if own.summary else ""), live)
     return Verdict(False, "this environment does not reproduce it%s" % (": " + own.summary if own.summary else ""), live)
+
+
+# The devices a log can name that a machine may lack, as a sentence names them
+_ACCELERATORS = {"cuda": "CUDA GPU", "xpu": "Intel GPU (XPU)"}
 
 
 def _witness(diagnosis: Diagnosis, results: Sequence[CheckResult]) -> Optional[Finding]:

@@ -34,11 +34,13 @@ _MESSAGE_OPS = (
     (re.compile(r"Promotion for Float8"), "add"),
     (re.compile(r"cublas\w*Gemm\w*|cublasSgemm|cublasLt"), "matmul"),
 )
-_KERNEL = re.compile(r"\"?(\w+)\"? not implemented for '")
+_KERNEL = re.compile(r"(?<!\w)\"?(\w{1,80})\"? not implemented for '")  # bounded: linear on a long word
 _TORCH_FRAME = re.compile(r"(?:^|/)torch/")
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[\w.-]+)/(?P<rest>.*)$")
 _MODEL = re.compile(r"^models/(\w+)/")
-_CUDA_WORDS = re.compile(r"cuda|CUDA|CUBLAS|cuBLAS|cublas|CUDNN|cuDNN|cudnn|NCCL|GPU")
+# (ROCm's torch names its AMD GPUs `cuda` too; HIP is its CUDA)
+_CUDA_WORDS = re.compile(r"cuda|CUDA|CUBLAS|cuBLAS|cublas|CUDNN|cuDNN|cudnn|NCCL|GPU|\bHIP\b|\bhip[A-Z]\w+|ROCm")
+_XPU_WORDS = re.compile(r"\bXPU\b|\bxpu\b")  # Intel's GPUs
 _CPU_WORDS = re.compile(r"_cpu\b|_cpu_|\(CPU\)|\bCPU\b|\bcpu\b")
 # Kernels that only ever failed this way on the CPU (CUDA has had their half versions for years).
 _CPU_KERNELS = ("LayerNormKernelImpl", "addmm_impl_cpu_", "slow_conv2d_cpu", "GroupNormKernelImpl", "softmax_lastdim_kernel_impl")
@@ -97,6 +99,8 @@ def _device(text: str, context: LogContext) -> Optional[str]:
     m = _KERNEL.search(text)
     if m and m.group(1) in _CPU_KERNELS:
         return "cpu"
+    if _XPU_WORDS.search(text):
+        return "xpu"
     if _CUDA_WORDS.search(text):
         return "cuda"
     if _CPU_WORDS.search(text):
