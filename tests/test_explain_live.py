@@ -77,15 +77,20 @@ def test_torch_not_compiled_with_cuda_is_read_both_ways_and_the_probe_decides() 
 NOT_COMPILED_XPU = NOT_COMPILED.replace("cuda", "xpu").replace("CUDA", "XPU")
 CUDA_UNAVAILABLE = "pytorch is not being installed with GPU.\n\ntorch.cuda.is_available() returning False.\n"
 HIP_NO_CODE = "RuntimeError: HIP error: invalid device function\nHIP kernel errors might be asynchronously reported\n"
+MPS_BF16 = 'Traceback (most recent call last):\n  File "/Users/me/app.py", line 3, in <module>\nTypeError: BFloat16 is not supported on MPS\n'
 
 
 def test_an_accelerator_this_machine_lacks_is_unknown_here_not_refuted() -> None:
-    """A torch without XPU asked for Intel's GPU, ROCm without code for the AMD card: this machine has neither GPU, so
-    its probes can neither confirm nor refute them (before, the XPU reading said "does not reproduce it" here). And
+    """A torch without XPU asked for Intel's GPU, bf16 on a Mac's GPU, ROCm without code for the AMD card: this machine has
+    none of those GPUs, so its probes can neither confirm nor refute them (before, the XPU and MPS readings said "does
+    not reproduce it" here). And
     `is_available()` False told in words: the machine without a CUDA GPU that this one is confirms that reading."""
     (xpu,) = explain_json("-", text=NOT_COMPILED_XPU)["diagnoses"]
     assert (xpu["check"], xpu["code"], xpu["involved"]["device"], xpu["confirmed"]) == ("torch-install", "cpu-only-torch", "xpu", None)
     assert xpu["confirmation"].startswith("cannot be reproduced here: this machine has no Intel GPU (XPU)")
+    (mps,) = explain_json("-", text=MPS_BF16)["diagnoses"]
+    assert (mps["check"], mps["involved"]["device"], mps["confirmed"]) == ("bf16-support", "mps", None)
+    assert mps["confirmation"].startswith("cannot be reproduced here: this machine has no Apple GPU (MPS)")
     (hip,) = explain_json("-", text=HIP_NO_CODE)["diagnoses"]
     assert (hip["check"], hip["code"], hip["involved"]["device"], hip["confirmed"]) == ("cuda-compat", "no-kernel-image", "cuda", None)
     assert any(r["id"] == "rocm-gfx-override" for r in hip["remedies"])

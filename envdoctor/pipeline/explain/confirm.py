@@ -119,7 +119,7 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
 
 
 # The devices a log can name that a machine may lack, as a sentence names them
-_ACCELERATORS = {"cuda": "CUDA GPU", "xpu": "Intel GPU (XPU)"}
+_ACCELERATORS = {"cuda": "CUDA GPU", "xpu": "Intel GPU (XPU)", "mps": "Apple GPU (MPS)"}
 
 
 def _witness(diagnosis: Diagnosis, results: Sequence[CheckResult]) -> Optional[Finding]:

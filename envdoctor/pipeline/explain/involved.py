@@ -41,6 +41,7 @@ _MODEL = re.compile(r"^models/(\w+)/")
 # (ROCm's torch names its AMD GPUs `cuda` too; HIP is its CUDA)
 _CUDA_WORDS = re.compile(r"cuda|CUDA|CUBLAS|cuBLAS|cublas|CUDNN|cuDNN|cudnn|NCCL|GPU|\bHIP\b|\bhip[A-Z]\w+|ROCm")
 _XPU_WORDS = re.compile(r"\bXPU\b|\bxpu\b")  # Intel's GPUs
+_MPS_WORDS = re.compile(r"\bMPS\b|\bmps\b")  # Apple's GPUs
 _CPU_WORDS = re.compile(r"_cpu\b|_cpu_|\(CPU\)|\bCPU\b|\bcpu\b")
 # Kernels that only ever failed this way on the CPU (CUDA has had their half versions for years).
 _CPU_KERNELS = ("LayerNormKernelImpl", "addmm_impl_cpu_", "slow_conv2d_cpu", "GroupNormKernelImpl", "softmax_lastdim_kernel_impl")
@@ -101,6 +102,8 @@ def _device(text: str, context: LogContext) -> Optional[str]:
         return "cpu"
     if _XPU_WORDS.search(text):
         return "xpu"
+    if _MPS_WORDS.search(text):
+        return "mps"
     if _CUDA_WORDS.search(text):
         return "cuda"
     if _CPU_WORDS.search(text):
