@@ -16,7 +16,7 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
-from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE
+from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, unavailable
 
 ID = "torch-install"
 
@@ -395,8 +395,8 @@ SIGNATURES = (
                                id="device-here"),)),
     # Intel GPUs: torch's XPU build asked of a CPU-only one (torch/xpu/__init__.py _lazy_init: "Torch not compiled with XPU
     # enabled"); PyPI's default wheel has no XPU, download.pytorch.org/whl/xpu has
-    Signature("cpu-only-torch", r"Torch not compiled with XPU enabled",
-              cause="a torch without Intel GPU (XPU) support was asked to use the XPU",
+    Signature("cpu-only-torch", r"(?i)Torch not compiled with XPU enabled|%s" % unavailable("xpu"),
+              cause="a torch without Intel GPU (XPU) support was asked to use the XPU (or says it has none)",
               remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
                                "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",

@@ -223,6 +223,12 @@ def test_cuda_unavailable_told_in_words_has_three_readings_and_torch_loads_own_w
     found = explained("pytorch is not being installed with GPU.\n\ntorch.cuda.is_available() returning False.\n").diagnoses
     assert [(d.check, d.code) for d in found] == [("torch-install", "cpu-only-torch"), ("torch-install", "no-cuda-here"),
                                                   ("cuda-compat", "driver-too-old")]
+    # a prompt's answer on the next line, as people paste a REPL session (Python's and IPython's)
+    repl = explained("my 3060 is not used\n>>> import torch\n>>> torch.cuda.is_available()\nFalse\n").diagnoses
+    assert [(d.check, d.code) for d in repl] == [(d.check, d.code) for d in found]
+    assert repl[0].evidence[0] == "line 3: >>> torch.cuda.is_available() -> False"
+    assert code_of("In [2]: torch.xpu.is_available()\nOut[2]: False\n") == ("torch-install", "cpu-only-torch")
+    assert top("Did it work?\nFalse\n") == "none"  # an answer with no call before it joins nothing
     on_a_mac = explained("On my MacBook M2, torch.cuda.is_available() is False\n").diagnoses
     assert (on_a_mac[0].check, on_a_mac[0].code) == ("torch-install", "no-cuda-here")
     assert top("RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If "
@@ -487,6 +493,7 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("extension-abi--vision-nightly-wheels-stale-no-such-operator-nms", "import-fails"),
     ("torch-install--pytorch-0112-conda-update-c-so-undefined-thcslongtensor", "torch-import-failed"),
     ("torch-install--sdnext-arc-a750-torch-not-compiled-with-xpu-cpu-torch", "cpu-only-torch"),
+    ("torch-install--pytorch-nightly-xpu-a770-is-available-false-cpu-binary", "cpu-only-torch"),  # a REPL's answer
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -18,8 +18,13 @@ REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver
 # `torch.cuda.is_available()` False, told in words: the commonest way people report that CUDA does not start. Three readings
 # the probes decide between: a CPU-only torch (torch-install's; Windows' PyPI default), no NVIDIA GPU here (torch-install's),
 # and a driver older than torch's CUDA (this check's: torch then reports no device instead of failing)
-CUDA_UNAVAILABLE = (r"(?i)\bcuda\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
-                    r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b")
+def unavailable(device: str) -> str:
+    """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"); case-blind with (?i)."""
+    return (r"\b%s\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
+            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b" % device)
+
+
+CUDA_UNAVAILABLE = "(?i)" + unavailable("cuda")
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")

@@ -172,12 +172,25 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surround
     return _Hit(check, sig, error, score, (int(frames_hit) + int(context_hit), len(found.group(0))), context_line)
 
 
+# A Python or IPython prompt's answer on the line after the call it echoes (`>>> torch.cuda.is_available()` / `False`,
+# `Out[3]: False`): read as one line, "call -> answer"
+_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
+
+
 def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
     """Lines that carry a signature's words without an exception type (a warning, a message
     pasted alone): read only when no raised error explains anything."""
     taken = {e.line for e in errors}
-    return [RaisedError("", ln.text.strip()[:LOOSE_CHARS], ln.number, [], ln.stream, "line") for ln in excerpt.lines[-LOOSE_LINES:]
-            if ln.number not in taken and ln.text.strip()]
+    lines = [ln for ln in excerpt.lines[-LOOSE_LINES:] if ln.number not in taken and ln.text.strip()]
+    found: List[RaisedError] = []
+    for ln in lines:
+        text = ln.text.strip()[:LOOSE_CHARS]
+        answer = _ANSWER.match(text)
+        if answer and found and found[-1].message.endswith(")") and found[-1].line == ln.number - 1:
+            found[-1].message += " -> " + answer.group(1)
+            continue
+        found.append(RaisedError("", text, ln.number, [], ln.stream, "line"))
+    return found
 
 
 def match(excerpt: LogExcerpt, checks: Sequence[Check]) -> Matching:
