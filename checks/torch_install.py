@@ -296,11 +296,10 @@ PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
                     "reinstall torch into this interpreter", id="vc-redist")
 
-# A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 # A Mac said in a log: its paths, its OS, its chips and their device
 _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
+# A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
-
 
 NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and the packages that need numpy 1) to releases "
                        "built against numpy 2", id="numpy-downgrade")

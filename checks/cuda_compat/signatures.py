@@ -19,30 +19,26 @@ REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver
 # the probes decide between: a CPU-only torch (torch-install's; Windows' PyPI default), no NVIDIA GPU here (torch-install's),
 # and a driver older than torch's CUDA (this check's: torch then reports no device instead of failing)
 def unavailable(device: str) -> str:
-    """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"); case-blind with (?i)."""
-    return (r"\b%s\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
-            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b" % device)
+    """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"), in any case."""
+    return (r"(?i:\b%s\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
+            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b)" % device)
 
 
-CUDA_UNAVAILABLE = "(?i)" + unavailable("cuda")
+CUDA_UNAVAILABLE = unavailable("cuda")
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")
 CHECKPOINT_SAVED_ON_CUDA = (r"deserialize object on a CUDA device|map_location",)
 
 
-
 def _runtime_error(code: int, name: str) -> str:
     """A CUDA runtime error told by its number or its enum name, as extensions and other runtimes print it ("Cuda error:
     209[cudaLaunchKernel(...)]", "CUDA error 35", "cudaErrorNoKernelImageForDevice"). The numbers are cudaError_t's
     (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)."""
-    return r"(?i)\bcuda[ _]?error(?: code)?:? ?=? ?%d\b|\b%s\b" % (code, name)
+    return r"(?i:\bcuda[ _]?error(?: code)?:? ?=? ?%d\b)|\b%s\b" % (code, name)
 
 
 SIGNATURES = (
-    Signature("no-kernel-image", _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
-              cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
-              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
     # The older wording of the same (cudaErrorInvalidDeviceFunction), and ROCm's: a torch wheel without code for the AMD
     # GPU's gfx target ("HIP error: invalid device function", "hipErrorNoBinaryForGpu: Unable to find code object for all
     # current devices"); consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
@@ -52,13 +48,7 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
                                               "the card's gfx target", id="rocm-gfx-override"))),
-    Signature("driver-too-old", _runtime_error(35, "cudaErrorInsufficientDriver"),
-              cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
-              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
-    Signature("driver-library-mismatch", _runtime_error(803, "cudaErrorSystemDriverMismatch"),
-              cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",
-              remedies=(REBOOT,)),
-    Signature("no-kernel-image", r"no kernel image is available for execution on the device",
+    Signature("no-kernel-image", r"no kernel image is available for execution on the device|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
     Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
@@ -77,7 +67,7 @@ SIGNATURES = (
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",
               remedies=(Remedy("Use the model's SDPA or eager attention on this GPU (transformers `attn_implementation=\"sdpa\"`), "
                                "or an Ampere or newer GPU", id="attention-sdpa"),)),
-    Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version",
+    Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version|%s" % _runtime_error(35, "cudaErrorInsufficientDriver"),
               cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     Signature("driver-too-old", r"(The )?NVIDIA driver on your system is too old \(found version (\d+)\)",
@@ -101,7 +91,8 @@ SIGNATURES = (
     Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
               cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
               remedies=(VISIBLE_GPU,)),
-    Signature("driver-library-mismatch", r"Driver/library version mismatch|system has unsupported display driver / cuda driver combination",
+    Signature("driver-library-mismatch", r"Driver/library version mismatch|system has unsupported display driver / cuda driver combination|"
+                                         r"%s" % _runtime_error(803, "cudaErrorSystemDriverMismatch"),
               cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",
               remedies=(REBOOT,)),
 )

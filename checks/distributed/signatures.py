@@ -24,6 +24,10 @@ RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connec
 # torchrun restarting its worker group after a crash: a barrier timeout that follows is that crash's echo.
 AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 
+# A hang in NCCL's transport goes away with peer-to-peer copies off: the test that tells it from a rank that stalled
+P2P_OFF_CONFIRMS = env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
+                              {"NCCL_P2P_DISABLE": "1"})
+
 SHM_REMEDIES = (
     Remedy("Give the container more shared memory: `docker run --shm-size=16g` or `--ipc=host` (Kubernetes: an emptyDir "
            "with medium: Memory at /dev/shm)", id="shm-size"),
@@ -100,8 +104,7 @@ SIGNATURES = (
               cause="a collective never completed: a rank hung or skipped it, or NCCL's transport hangs between these GPUs "
                     "(peer-to-peer copies on consumer GPUs or behind PCIe ACS: NCCL_P2P_DISABLE=1 confirms)",
               remedies=(CONFIRM_ACROSS_RANKS,
-                        env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
-                                   {"NCCL_P2P_DISABLE": "1"}))),
+                        P2P_OFF_CONFIRMS)),
     # The same hang told in words, with no error at all: one line saying the job hangs (freezes, deadlocks) and that it
     # runs on several GPUs or in a collective ("training freezes on 4 RTX 3090 GPUs", "ncclAllReduce deadlocks on 2x RTX
     # 5880"). Read only where no raised error explains the log.
@@ -111,6 +114,5 @@ SIGNATURES = (
               cause="a collective hangs between the GPUs: NCCL's peer-to-peer transport on consumer GPUs or behind PCIe ACS "
                     "(NCCL_P2P_DISABLE=1 confirms), or one rank stalled or skipped a collective",
               remedies=(CONFIRM_ACROSS_RANKS,
-                        env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
-                                   {"NCCL_P2P_DISABLE": "1"}))),
+                        P2P_OFF_CONFIRMS)),
 )
