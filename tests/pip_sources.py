@@ -4,6 +4,7 @@ installed with uv from the same places pip would use."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Dict, List
@@ -15,7 +16,10 @@ _UV = {"index-url": ("UV_INDEX_URL", " "), "extra-index-url": ("UV_EXTRA_INDEX_U
 
 def uv_environment(python: str = sys.executable) -> Dict[str, str]:
     """UV_* variables for what `python -m pip config list` shows ({} where that python has no pip); like pip, the best
-    version from any of the indexes."""
+    version from any of the indexes. {} too where the process that started this one set them already (nox for its
+    sessions and their tests): they are inherited, and asking pip again would only repeat the answer."""
+    if "UV_INDEX_STRATEGY" in os.environ:
+        return {}
     proc = subprocess.run([python, "-m", "pip", "config", "list"], capture_output=True, text=True)
     if proc.returncode != 0:
         return {}
