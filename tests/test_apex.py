@@ -396,6 +396,20 @@ def test_full_check_fails_on_the_impostor(impostor_venv: Path) -> None:
 
 
 @IMPOSTOR_APEX
+def test_explain_confirms_a_missing_apex_amp_where_the_impostor_is_installed(impostor_venv: Path) -> None:
+    """`from apex import amp` failing is confirmed by the impostor found here (it has no amp either), with its uninstall
+    first; before, the verdict was "this environment does not reproduce it" beside the impostor's own finding."""
+    text = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    from apex import amp\n'
+            "ImportError: cannot import name 'amp' from 'apex'\n")
+    proc = run_envdoctor("explain", "--json", "--python", str(impostor_venv), "-", input=text)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads(proc.stdout)["diagnoses"][0]
+    assert (first["check"], first["code"], first["confirmed"]) == ("apex", "apex-no-amp", True)
+    assert "PyPI web toolkit" in first["confirmation"]
+    assert "%s -m pip uninstall -y apex" % impostor_venv in json.dumps(first["remedies"])
+
+
+@IMPOSTOR_APEX
 @pytest.mark.slow
 def test_impostor_report_beside_torch_and_transformers(impostor_venv: Path) -> None:
     proc = run_envdoctor("check", "--json", "--only", "apex", "--python", str(impostor_venv))

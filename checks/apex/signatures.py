@@ -53,7 +53,9 @@ SIGNATURES = (
               remedies=(UNINSTALL_IMPOSTOR,)),
     # NVIDIA apex removed apex.amp (github.com/NVIDIA/apex/pull/1896, May 2025; first in the 25.07 tag): code written for it
     # (`from apex import amp`) fails on a current build, as it does on the impostor
+    # (the impostor has no amp either: where the probe finds it installed, it confirms this reading)
     Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?",
+              confirmed_by=("apex:apex-impostor",),
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
               remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
