@@ -413,8 +413,8 @@ def test_probe_records_each_fake_gpu_its_holders_and_a_failing_mem_get_info(monk
     import torch
 
     calls: List[List[str]] = []
-    monkeypatch.setattr(PROBE, "_run", _fake_smi(calls))
-    monkeypatch.setattr(PROBE, "_smi_program", lambda: "nvidia-smi")
+    monkeypatch.setattr(PROBE, "run_command", _fake_smi(calls))
+    monkeypatch.setattr(PROBE, "nvidia_smi_program", lambda: "nvidia-smi")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fake = _two_gpus(torch)
     facts = json.loads(json.dumps(CHECK.probe(fake, ProbeContext())))  # JSON-able
@@ -455,7 +455,7 @@ def test_probe_records_each_fake_gpu_its_holders_and_a_failing_mem_get_info(monk
 def test_probe_without_nvidia_smi_records_why(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    monkeypatch.setattr(PROBE, "_smi_program", lambda: "/nonexistent/envdoctor-test/nvidia-smi")
+    monkeypatch.setattr(PROBE, "nvidia_smi_program", lambda: "/nonexistent/envdoctor-test/nvidia-smi")
     facts = json.loads(json.dumps(CHECK.probe(_two_gpus(torch), ProbeContext(devices=["cuda:0"]))))
     assert [d["id"] for d in facts["devices"]] == ["cuda:0"]
     smi = facts["nvidia_smi"]
@@ -470,7 +470,7 @@ def test_a_lost_step_is_recorded_and_the_other_gpu_still_measured(monkeypatch: p
     """A context creation that crashed an earlier worker is not run again; the allocation that hung is not retried."""
     import torch
 
-    monkeypatch.setattr(PROBE, "_run", _fake_smi([]))
+    monkeypatch.setattr(PROBE, "run_command", _fake_smi([]))
     lost = {"2:allocating 64 MiB on cuda:0": {"state": "timeout", "error": "did not return within 120 s"},
             "3:starting CUDA on cuda:1": {"state": "crashed", "error": "crashed the interpreter (SIGSEGV)"}}
     fake = _two_gpus(torch)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import subprocess
 import sys
 import warnings
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, Sequence
 
 from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import ProbeContext
+from envdoctor.target.probekit.commands import nvidia_smi_program, run_command
 from envdoctor.target.probekit.distributions import installed_version
 from envdoctor.target.probekit.gpus import identity
 from envdoctor.target.probekit.ops import attempt
@@ -22,44 +22,20 @@ from envdoctor.target.probekit.text import error_text, exception_text, warning_t
 ID = "cuda-compat"
 SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total")
 SMI_FALLBACK_FIELDS = ("index", "name", "driver_version", "memory.total")  # drivers without compute_cap
-SMI_TIMEOUT_S = 10.0
 PROC_VERSION = "/proc/driver/nvidia/version"
-
-
 _MAX_TEXT = 2000
 
 
-def _run(argv: List[str], timeout: float = SMI_TIMEOUT_S) -> Dict[str, Any]:
-    """Run a command (argv list, never a shell) and record exactly what happened."""
-    out: Dict[str, Any] = {"argv": argv, "returncode": None, "stdout": "", "stderr": "", "error": None}
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, text=True)
-    except (OSError, subprocess.SubprocessError) as exc:  # FileNotFoundError: no such program
-        out["error"] = exception_text(exc)
-        return out
-    out["returncode"] = proc.returncode
-    out["stdout"] = (proc.stdout or "")[:_MAX_TEXT]
-    out["stderr"] = (proc.stderr or "")[:_MAX_TEXT]
-    return out
-
-
-def _smi_program() -> str:
-    """nvidia-smi from PATH; WSL keeps it in /usr/lib/wsl/lib, often off PATH."""
-    if shutil.which("nvidia-smi") is None and os.path.exists("/usr/lib/wsl/lib/nvidia-smi"):
-        return "/usr/lib/wsl/lib/nvidia-smi"
-    return "nvidia-smi"
-
-
 def _nvidia_smi() -> Dict[str, Any]:
-    program = _smi_program()
+    program = nvidia_smi_program()
     fields: Sequence[str] = SMI_FIELDS
-    first = _run([program, "--query-gpu=" + ",".join(fields), "--format=csv,noheader"])
+    first = run_command([program, "--query-gpu=" + ",".join(fields), "--format=csv,noheader"])
     facts = dict(first)
     facts["fields"] = list(fields)
     facts["fallback"] = None
     if first["returncode"] not in (None, 0) and "compute_cap" in (first["stdout"] + first["stderr"]):
         fields = SMI_FALLBACK_FIELDS  # 'Field "compute_cap" is not a valid field to query.' (old drivers)
-        second = _run([program, "--query-gpu=" + ",".join(fields), "--format=csv,noheader"])
+        second = run_command([program, "--query-gpu=" + ",".join(fields), "--format=csv,noheader"])
         facts["fallback"] = second
         facts["fields"] = list(fields)
         source = second
@@ -150,9 +126,9 @@ def _nvcc() -> Dict[str, Any]:
     if path is None:
         facts["error"] = "nvcc not on PATH"
         return facts
-    run = _run([path, "--version"])
-    if run["error"] or run["returncode"] != 0:
-        facts["error"] = run["error"] or "exit status %s: %s" % (run["returncode"], run["stderr"].strip()[-300:])
+    run = run_command([path, "--version"])
+    if run["error"]:
+        facts["error"] = run["error"]
         return facts
     facts.update(ct.parse_nvcc_version(run["stdout"]))
     return facts

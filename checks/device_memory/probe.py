@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import ProbeContext, available_devices
+from envdoctor.target.probekit.commands import nvidia_smi_program, run_command
 from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, memory
 from envdoctor.target.probekit.ops import attempt
 from envdoctor.target.probekit.steps import StepLost, step
-from envdoctor.target.probekit.text import error_text, exception_text
+from envdoctor.target.probekit.text import error_text
 
 ID = "device-memory"
 
@@ -24,7 +23,6 @@ GiB = 1024 * MiB
 
 
 ALLOC_BYTES = 64 * MiB
-SMI_TIMEOUT_S = 10.0
 MEMINFO = "/proc/meminfo"
 MEMINFO_FIELDS = (("mem_total", "MemTotal"), ("mem_available", "MemAvailable"), ("swap_total", "SwapTotal"), ("swap_free", "SwapFree"))
 ENV_VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
@@ -151,30 +149,6 @@ def _probe_device(torch: Any, device: str, index: int, info: Dict[str, Any], uui
     info["alloc"] = _allocate(torch, device, index)
 
 
-def _smi_program() -> str:
-    """nvidia-smi from PATH; WSL keeps it in /usr/lib/wsl/lib, often off PATH."""
-    if shutil.which("nvidia-smi") is None and os.path.exists("/usr/lib/wsl/lib/nvidia-smi"):
-        return "/usr/lib/wsl/lib/nvidia-smi"
-    return "nvidia-smi"
-
-
-def _run(argv: List[str], timeout: float = SMI_TIMEOUT_S) -> Dict[str, Any]:
-    """Run a command (argv list, never a shell) and record exactly what happened."""
-    out: Dict[str, Any] = {"returncode": None, "stdout": "", "stderr": "", "error": None}
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, encoding="utf-8", errors="replace")
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:  # FileNotFoundError: no nvidia-smi
-        out["error"] = exception_text(exc)
-        return out
-    out["returncode"] = proc.returncode
-    out["stdout"] = proc.stdout or ""
-    out["stderr"] = (proc.stderr or "").strip()[:500]
-    if proc.returncode != 0:
-        first = (out["stderr"] or out["stdout"]).strip().splitlines()
-        out["error"] = "exit status %d%s" % (proc.returncode, ": " + first[0][:300] if first else "")
-    return out
-
-
 def parse_mib(text: Optional[str]) -> Optional[int]:
     """Bytes from nvidia-smi's "40960 MiB" (None for "[N/A]", "[Insufficient Permissions]")."""
     m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(MiB)?\s*$", text or "")
@@ -241,8 +215,8 @@ def map_devices(torch_uuids: Dict[int, Optional[str]], smi_gpus: List[Dict[str, 
 
 
 def _nvidia_smi_raw() -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[Dict[str, Any]]]:
-    program = _smi_program()
-    gpus = _run([program, GPUS_QUERY, "--format=csv,noheader"])
+    program = nvidia_smi_program()
+    gpus = run_command([program, GPUS_QUERY, "--format=csv,noheader"])
     smi: Dict[str, Any] = {"ran": True, "program": program,
                            "gpus": {"ok": gpus["error"] is None, "error": gpus["error"], "rows": []},
                            "apps": {"ok": False, "error": None, "rows": []}}
@@ -254,7 +228,7 @@ def _nvidia_smi_raw() -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[Dict[s
     if gpus["returncode"] is None:  # nvidia-smi cannot even start: asking again will not help
         smi["apps"]["error"] = "not run: %s" % gpus["error"]
         return smi, gpu_rows, []
-    apps = _run([program, APPS_QUERY, "--format=csv,noheader"])
+    apps = run_command([program, APPS_QUERY, "--format=csv,noheader"])
     smi["apps"].update(ok=apps["error"] is None, error=apps["error"])
     return smi, gpu_rows, parse_compute_apps(apps["stdout"]) if apps["error"] is None else []
 
