@@ -409,7 +409,7 @@ def test_wrong_data_through_a_collective_is_an_error_with_nccl_p2p_disable_as_th
     ok = {"backend": "nccl", "op": "all_reduce", "dtype": "float16", "device": "cuda:0", "ok": True}
     job = judged([summary(0, "node-a", collectives=[ok]), summary(1, "node-a", collectives=[wrong])])
     finding = job["findings"]["collective-wrong"]
-    assert finding.severity is Severity.ERROR and finding.title == "nccl collectives return wrong data on rank 1 (all_reduce float16)"
+    assert finding.severity is Severity.ERROR and finding.title == "nccl collectives return wrong data on rank 1 (all_reduce in float16)"
     assert (finding.remedies[0].kind, finding.remedies[0].action) == ("env", {"set_env": {"NCCL_P2P_DISABLE": "1"}})
     assert finding.remedies[0].commands == ("export NCCL_P2P_DISABLE=1",)
 

@@ -44,6 +44,9 @@ def where(summaries: Sequence[Dict[str, Any]]) -> str:
     return "%s on %s" % (ranks_text(ranks), hosts_text(summaries)) if ranks else hosts_text(summaries)
 
 
+ONE_GPU_PER_RANK = Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and "
+                          "torch.cuda.set_device(local_rank) before init_process_group", kind="manual", id="one-gpu-per-rank")
+
 # NCCL's shared-memory transport needs room in /dev/shm; containers default to 64 MiB.
 MIN_SHM_BYTES = 512 * 2**20
 
@@ -52,7 +55,7 @@ MIN_SHM_BYTES = 512 * 2**20
 NCCL_SKIPPED_INTERFACES = ("lo", "docker")
 
 
-def _ifname_matches(value: str, interface: str) -> bool:
+def ifname_matches(value: str, interface: str) -> bool:
     """NCCL_SOCKET_IFNAME's syntax: a comma-separated list of prefixes; a leading "^" excludes them, and a
     "=" after it makes every name of the list exact ("^=docker0,lo"), as NCCL's documentation gives it."""
     exclude = value.startswith("^")
@@ -84,7 +87,7 @@ def _socket_ifname(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
     for s in summaries:
         value = (s.get("variables") or {}).get("NCCL_SOCKET_IFNAME")
         up = s.get("interfaces_up")
-        if value and up is not None and not any(_ifname_matches(value, i) for i in up):
+        if value and up is not None and not any(ifname_matches(value, i) for i in up):
             stranded.setdefault(value, []).append(s)
     if not stranded:
         return []

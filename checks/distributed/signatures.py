@@ -8,6 +8,8 @@ from __future__ import annotations
 from envdoctor.target.model import Remedy, Signature
 from envdoctor.target.remedies.actions import env_remedy
 
+from .machines import ONE_GPU_PER_RANK
+
 CONFIRM_ACROSS_RANKS = Remedy("Run envdoctor on every rank with the job's own launcher: `torchrun --nnodes N --nproc-per-node G ... "
                               "-m envdoctor check --distributed` (or `srun python -m envdoctor check --distributed`): it names the "
                               "rank, host and step", id="check-distributed")
@@ -66,8 +68,7 @@ SIGNATURES = (
     Signature("same-gpu", r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device", across_ranks=True,
               cause="two ranks on one GPU: more processes than GPUs (--nproc-per-node), or a script that does not pick "
                     "its device from LOCAL_RANK",
-              remedies=(Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and "
-                               "torch.cuda.set_device(local_rank) before init_process_group", id="one-gpu-per-rank"),
+              remedies=(ONE_GPU_PER_RANK,
                         CONFIRM_ACROSS_RANKS)),
     Signature("ranks-differ", r"Mismatched NCCL version|connecting to address with family 0 is neither AF_INET",
               across_ranks=True,

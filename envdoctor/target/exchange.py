@@ -22,9 +22,11 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from envdoctor.target.probekit.links import gpu_links, network_ports
+
 
 def machine() -> Dict[str, Any]:
-    """The network interfaces that are up, InfiniBand devices, the size of /dev/shm."""
+    """The network interfaces that are up, InfiniBand devices, the size of /dev/shm, the ports' rates."""
     up: List[str] = []
     for path in sorted(glob.glob("/sys/class/net/*/operstate")):
         try:
@@ -40,11 +42,12 @@ def machine() -> Dict[str, Any]:
         shm = st.f_frsize * st.f_blocks
     except OSError:
         pass
-    return {"interfaces_up": up, "infiniband": ib, "shm_bytes": shm}
+    return {"interfaces_up": up, "infiniband": ib, "shm_bytes": shm, "network_ports": network_ports(up)}
 
 def collectives(torch: Any, dist: Any, group: Any, device: str, world: int, me: int) -> List[Dict[str, Any]]:
     """all_reduce, all_gather and broadcast of known small integers (exact in fp16 and bf16 too), then
-    all_reduce of 4 MiB timed for bus bandwidth (nccl-tests: busbw = algbw * 2(n-1)/n)."""
+    all_reduce timed for bus bandwidth (nccl-tests: busbw = algbw * 2(n-1)/n): 64 MiB on a GPU, where
+    smaller buffers measure NCCL's latency rather than its links, 4 MiB on the CPU."""
     backend = dist.get_backend(group)
     out: List[Dict[str, Any]] = []
     for name in ("float32", "float16", "bfloat16"):
@@ -70,8 +73,10 @@ def collectives(torch: Any, dist: Any, group: Any, device: str, world: int, me: 
             except Exception as exc:
                 fact.update(ok=False, error="%s: %s" % (type(exc).__name__, exc))
             out.append(fact)
+    if world < 2:  # nothing crosses a link: all_reduce of one rank is a copy at most
+        return out
     try:
-        size = 1 << 20  # float32 elements: 4 MiB
+        size = 1 << (20 if device == "cpu" else 24)  # float32 elements
         t = torch.ones(size, device=device)
         dist.all_reduce(t, group=group)
         if device != "cpu":
@@ -228,7 +233,12 @@ def _collectives_on_every_backend(torch: Any, dist: Any, mine: Dict[str, Any], s
     steps.at("collectives on gloo")
     mine["collectives"] = collectives(torch, dist, dist.new_group(backend="gloo", timeout=span), "cpu", world, me)
     gpu = mine.get("gpu")
-    if gpu and dist.is_nccl_available():  # the job's own backend, after the report is safe on gloo
+    ready = bool(gpu) and dist.is_nccl_available()
+    # every rank makes a new group or none does: a rank without a GPU of its own (more ranks than GPUs) would
+    # leave the others waiting in new_group; the job's report names it instead
+    flags = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(flags, torch.tensor([int(ready)], dtype=torch.int64))
+    if gpu and ready and all(int(f.item()) for f in flags):  # the job's own backend, after the report is safe on gloo
         try:
             steps.at("collectives on nccl")
             torch.cuda.set_device(gpu["index"])
@@ -279,10 +289,11 @@ def exchange(torch: Any, mine: Dict[str, Any], timeout: float, keep: bool = Fals
             raise RuntimeError("torch does not import in this interpreter")
         dist = importlib.import_module("torch.distributed")
         local = int(os.environ.get("LOCAL_RANK", "0"))
-        if torch.cuda.is_available() and local < torch.cuda.device_count():
+        mine["gpus_visible"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if local < mine["gpus_visible"]:
             props = torch.cuda.get_device_properties(local)
             mine["gpu"] = {"index": local, "name": props.name, "uuid": str(getattr(props, "uuid", "") or "") or None,
-                           "pci_bus_id": getattr(props, "pci_bus_id", None)}
+                           "pci_bus_id": getattr(props, "pci_bus_id", None), "links": gpu_links(torch, local)}
             try:
                 mine["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
             except Exception:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from envdoctor.checks.distributed.machines import hosts_text, machine_findings, ranks_text, where
+from envdoctor.checks.distributed.machines import ONE_GPU_PER_RANK, hosts_text, machine_findings, ranks_text, where
 from envdoctor.checks.distributed.probe import ID
+from envdoctor.checks.distributed.topology import bandwidth_findings
 from envdoctor.pipeline.distributed.gather import Gathered
 from envdoctor.target.model import CheckResult, Finding, Remedy, Report, Severity, status_from_findings
 from envdoctor.target.remedies.actions import env_remedy, torch_wheel
@@ -124,10 +125,23 @@ def _same_gpu(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
             by_gpu.setdefault((str(s.get("host")), str(ident)), []).append(s)
     return [Finding(ID, "same-gpu", Severity.ERROR, "%s share one GPU (%s, %s)" % (where(members), members[0]["gpu"].get("name"), ident),
                     tuple("%s: cuda:%s %s" % (where([m]), m["gpu"].get("index"), ident) for m in members),
-                    (Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and LOCAL_RANK as the device "
-                            "index (torch.cuda.set_device(local_rank))", kind="manual", id="one-gpu-per-rank"),),
+                    (ONE_GPU_PER_RANK,),
                     {"host": host, "gpu": ident, "ranks": [m["rank"] for m in members]})
             for (host, ident), members in by_gpu.items() if len(members) > 1]
+
+
+def _without_gpu(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """Ranks with no GPU of their own beside ranks that have one: LOCAL_RANK past the GPUs visible (more ranks
+    than GPUs on a node). NCCL's collectives are then not run on any rank."""
+    with_gpu = [s for s in summaries if s.get("gpu")]
+    without = [s for s in summaries if not s.get("gpu") and s.get("gpus_visible")]
+    if not with_gpu or not without:
+        return []
+    return [Finding(ID, "ranks-without-gpu", Severity.ERROR, "%s %s no GPU of its own: more ranks than GPUs on the node"
+                    % (where(without), "has" if len(without) == 1 else "have"),
+                    tuple("%s: LOCAL_RANK %s, %s GPU%s visible" % (where([s]), s.get("local_rank"), s["gpus_visible"],
+                                                                  "" if s["gpus_visible"] == 1 else "s") for s in without[:12]),
+                    (ONE_GPU_PER_RANK,), {"ranks": [s["rank"] for s in without]})]
 
 
 def _variables(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -160,19 +174,53 @@ def _collectives(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
                 bad.setdefault((str(c.get("backend")), kind), []).append((s, c))
     for (backend, kind), cases in sorted(bad.items()):
         ranks = sorted({s["rank"] for s, _ in cases})
-        ops = sorted({"%s %s" % (c.get("op"), c.get("dtype") or "") for _, c in cases})
-        evidence = tuple("%s: %s %s on %s: %s" % (where([s]), c.get("op"), c.get("dtype") or "", c.get("device"), c.get("error"))
-                         for s, c in cases[:12])
+        ops = _ops_text([c for _, c in cases])
+        by_error: Dict[str, List[Tuple[Dict[str, Any], Dict[str, Any]]]] = {}
+        for s, c in cases:
+            by_error.setdefault(one_line(str(c.get("error"))), []).append((s, c))
+        evidence = tuple("%s: %s on %s: %s" % (where(_unique([s for s, _ in same])), _ops_text([c for _, c in same]),
+                                               ", ".join(sorted({str(c.get("device")) for _, c in same})), error)
+                         for error, same in list(by_error.items())[:12])
         if kind == "wrong":
             remedies: Tuple[Remedy, ...] = (env_remedy("Disable NCCL's peer-to-peer copies (consumer GPUs without working P2P return "
                                                        "wrong data through them)", "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}),)
-            title = "%s collectives return wrong data on %s (%s)" % (backend, ranks_text(ranks), ", ".join(ops[:4]))
+            title = "%s collectives return wrong data on %s (%s)" % (backend, ranks_text(ranks), ops)
+        elif any("Duplicate GPU detected" in error for error in by_error):  # NCCL's own words for ranks sharing a GPU
+            remedies = (ONE_GPU_PER_RANK,)
         else:
             remedies = (Remedy("Run with NCCL_DEBUG=INFO and read the transport NCCL picked on these ranks", kind="manual",
                                id="nccl-debug"),)
-            title = "%s collectives fail on %s (%s)" % (backend, ranks_text(ranks), ", ".join(ops[:4]))
+        if kind != "wrong":
+            title = "%s collectives fail on %s (%s)" % (backend, ranks_text(ranks), ops)
         found.append(Finding(ID, "collective-%s" % kind, Severity.ERROR, title, evidence, remedies, {"backend": backend, "ranks": ranks}))
     return found
+
+
+def one_line(error: str) -> str:
+    """A collective's error as one line: its first line, and what NCCL says after "Last error:" (the cause;
+    the first line names only NCCL's source file and an error class)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    cause = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("Last error")), None)
+    return lines[0] + (" / " + cause if cause else "")
+
+
+def _unique(summaries: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    seen: Dict[Any, Dict[str, Any]] = {}
+    for s in summaries:
+        seen.setdefault(s.get("rank"), s)
+    return list(seen.values())
+
+
+_OPS = ("all_reduce", "all_gather", "broadcast", "bandwidth", "group")
+
+
+def _ops_text(collectives: Sequence[Dict[str, Any]]) -> str:
+    """'all_reduce, broadcast in float16, bfloat16', in the probe's order."""
+    ops = sorted({str(c.get("op")) for c in collectives}, key=lambda o: _OPS.index(o) if o in _OPS else len(_OPS))
+    dtypes = [d for d in ("float32", "float16", "bfloat16") if any(c.get("dtype") == d for c in collectives)]
+    return ", ".join(ops) + (" in " + ", ".join(dtypes) if dtypes else "")
 
 
 def _stragglers(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
@@ -232,8 +280,9 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
         finding = _differs(summaries, key, label, severity)
         if finding:
             findings.append(finding)
-    findings += _same_gpu(summaries) + _variables(summaries) + machine_findings(summaries) + _checks(summaries)
-    findings += _collectives(summaries) + _stragglers(summaries)
+    findings += _same_gpu(summaries) + _without_gpu(summaries) + _variables(summaries) + machine_findings(summaries) + _checks(summaries)
+    bandwidth = _bandwidth(summaries)
+    findings += _collectives(summaries) + bandwidth_findings(summaries, bandwidth) + _stragglers(summaries)
     failing = [s for s in summaries if s.get("exit_code") == 1]
     if failing:  # so that every rank's report, and exit code, says it
         findings.append(Finding(ID, "errors-on-ranks", Severity.ERROR, "%s found errors in their own checks" % where(failing),
@@ -245,7 +294,6 @@ def cluster_result(gathered: Gathered, world_size: int, started: Optional[float]
     summary = "%d of %d ranks on %s; same on all: %s" % (
         len(summaries), world_size, hosts_text(summaries),
         ", ".join("%s %s" % (k, v) for k, v in same.items()) or "nothing compared")
-    bandwidth = _bandwidth(summaries)
     if bandwidth:
         summary += "; all_reduce bus bandwidth " + ", ".join("%s %.2f GB/s" % (b, v["busbw_gbs"]) for b, v in bandwidth.items())
     facts = {"world_size": world_size, "same": same, "bandwidth": bandwidth, "exchange": gathered.exchange,
