@@ -353,6 +353,17 @@ def test_two_ranks_on_one_gpu_is_an_error() -> None:
     assert same.remedies[0].id == "one-gpu-per-rank"
 
 
+def test_more_ranks_than_gpus_on_a_node_names_the_ranks_without_one() -> None:
+    """torchrun --nproc-per-node 2 on a one-GPU machine: LOCAL_RANK 1 has no GPU (the exchange then runs NCCL on no rank)."""
+    job = judged([summary(0, "box", gpus_visible=1), summary(1, "box", gpu=None, gpus_visible=1)])
+    finding = job["findings"]["ranks-without-gpu"]
+    assert finding.severity is Severity.ERROR and finding.title == "rank 1 on box has no GPU of its own: more ranks than GPUs on the node"
+    assert finding.evidence == ("rank 1 on box: LOCAL_RANK 1, 1 GPU visible",)
+    assert [r.id for r in finding.remedies] == ["one-gpu-per-rank"]
+    # a job on CPUs only (no GPU anywhere) is not that
+    assert "ranks-without-gpu" not in judged([summary(r, "box", gpu=None, gpus_visible=0) for r in range(2)])["findings"]
+
+
 def test_infiniband_on_some_nodes_and_a_small_shm_are_warnings() -> None:
     job = judged([summary(0, "node-a"), summary(1, "node-b", infiniband=[], shm_bytes=64 * 2**20)])
     assert job["findings"]["infiniband-some"].title == "InfiniBand on rank 0 on node-a only, not on rank 1 on node-b"
