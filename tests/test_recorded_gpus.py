@@ -1,21 +1,26 @@
-"""The rules on facts recorded on a real NVIDIA H200 (torch 2.11.0+cu130, driver 580.159.04,
-tests/fixtures/README.md): what the hand-written GPU snapshots assume, measured once on a real
-Hopper machine. The rules are pure, so judging the recorded facts again must give exactly the
-findings the recording machine printed; and the facts say what only a real GPU can say."""
+"""The rules on facts recorded on real NVIDIA Hopper GPUs, an H200 and an H100 (torch 2.11.0+cu130,
+driver 580.159.04, tests/fixtures/README.md): what the hand-written GPU snapshots assume, measured on
+real machines. The rules are pure, so judging the recorded facts again must give exactly the findings
+the recording machine printed; and the facts say what only a real GPU can say: the probes' ops, and
+NCCL's collectives under `check --distributed` on a GPU."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List
 
 import pytest
-from conftest import env_of, load_fixture
+from conftest import FIXTURES, env_of, load_fixture
 
 from envdoctor.pipeline.check.registry import load_checks
+from envdoctor.pipeline.distributed.cluster import cluster_result
+from envdoctor.pipeline.distributed.gather import Gathered
 from envdoctor.pipeline.explain.match import match
 from envdoctor.pipeline.explain.reader import read_text
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
-SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json"]
+SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
+             "h100-torch-2.11.0-cu130.json"]
+HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
 def checks_of(name: str) -> Dict[str, Dict[str, Any]]:
@@ -27,20 +32,21 @@ def codes(findings: List[Any]) -> List[str]:
 
 
 @pytest.mark.parametrize("name", SNAPSHOTS)
-def test_the_rules_judge_the_recorded_facts_as_the_h200_did(name: str) -> None:
+def test_the_rules_judge_the_recorded_facts_as_the_gpu_machine_did(name: str) -> None:
     report = load_fixture(name)
     env = env_of(report)
-    assert env.gpus and env.gpus[0].name == "NVIDIA H200" and env.gpus[0].capability == "9.0"
+    assert env.gpus and env.gpus[0].name in HOPPERS and env.gpus[0].capability == "9.0"
     for check in report["checks"]:
         assert codes(CHECKS[check["id"]].judge(check["facts"], env)) == codes(check["findings"]), (name, check["id"])
 
 
-def test_the_whole_stack_is_healthy_on_a_hopper_gpu() -> None:
-    checks = checks_of("h200-torch-2.11.0-cu130.json")
+@pytest.mark.parametrize("name", ["h200-torch-2.11.0-cu130.json", "h100-torch-2.11.0-cu130.json"])
+def test_the_whole_stack_is_healthy_on_a_hopper_gpu(name: str) -> None:
+    checks = checks_of(name)
     errors = [(i, f["code"]) for i, c in checks.items() for f in c["findings"] if f["severity"] in ("error", "warning")]
     assert errors == []
-    # every check ran, none skipped; `distributed` came after the recording (no GPU machine since to record it on)
-    assert set(checks) == set(CHECKS) - {"distributed"}
+    # every check ran, none skipped; `distributed` came after the H200's recording
+    assert set(checks) == set(CHECKS) - ({"distributed"} if name.startswith("h200") else set())
     assert all(c["status"] == "ok" for c in checks.values())
 
 
@@ -113,3 +119,44 @@ def test_a_python_only_apex_fails_its_fused_norms_on_the_gpu_and_is_told_to_rebu
     assert finding["code"] == "apex-no-cuda-extensions" and finding["severity"] == "error"
     assert any("FusedRMSNorm(8) raises ModuleNotFoundError: No module named 'fused_layer_norm_cuda'" in e for e in finding["evidence"])
     assert [r["id"] for r in finding["remedies"]][:1] == ["apex-build-from-source"]
+
+
+# ---- check --distributed on the H100 (one GPU: NCCL really runs)
+
+
+def job_of(name: str) -> Dict[str, Any]:
+    return checks_of(name)["distributed"]
+
+
+def test_nccl_carries_known_values_exactly_in_every_dtype_on_a_real_gpu() -> None:
+    job = job_of("h100-distributed-one-rank.json")
+    rank = job["facts"]["ranks"][0]
+    assert rank["gpu"]["name"] == "NVIDIA H100 80GB HBM3" and rank["nccl"] == "2.28.9"
+    on_nccl = [(c["op"], c["dtype"]) for c in rank["collectives"] if c["backend"] == "nccl" and c["ok"] and c["op"] != "bandwidth"]
+    assert len(on_nccl) == 9 and {d for _, d in on_nccl} == {"float32", "float16", "bfloat16"}
+    assert job["findings"] == [] and job["status"] == "ok"
+    assert job["facts"]["bandwidth"] == {}  # one rank: nothing crosses a link, so no bandwidth is claimed
+    # the link facts the bandwidth rule reads, as the H100 gave them: PCIe 5.0 x16, no NVLink up in its VM
+    assert rank["gpu"]["links"]["pcie"]["max_gt_s"] == 32.0 and rank["gpu"]["links"]["nvlink"]["active"] == 0
+
+
+def test_two_launcher_nodes_on_one_gpu_are_named_and_nccls_own_refusal_gets_the_same_remedy() -> None:
+    """Two torchrun "nodes" of one job on the H100's machine: each node's only rank is LOCAL_RANK 0, so both took cuda:0.
+    The rules judge the recorded ranks again as the GPU machine did, and NCCL's error is told once a rank, in one line."""
+    job = job_of("h100-two-nodes-one-gpu.json")
+    again = cluster_result(Gathered(ranks=job["facts"]["ranks"], exchange=job["facts"]["exchange"]), 2)
+    assert codes(again.findings) == codes(job["findings"]) == ["collective-fails", "same-gpu"]
+    findings = {f.code: f for f in again.findings}
+    assert findings["same-gpu"].title.startswith("ranks 0-1 on vm (nodes 0, 1) share one GPU (NVIDIA H100 80GB HBM3, ")
+    fails = findings["collective-fails"]
+    assert fails.title == "nccl collectives fail on ranks 0-1 (all_reduce, all_gather, broadcast in float32, float16, bfloat16)"
+    assert len(fails.evidence) == 2 and all("\n" not in e for e in fails.evidence)
+    assert all(e.endswith("both on CUDA device 60") and "/ Duplicate GPU detected : rank" in e for e in fails.evidence)
+    assert [r.id for r in fails.remedies] == [r.id for r in findings["same-gpu"].remedies] == ["one-gpu-per-rank"]
+
+
+def test_explain_names_the_duplicate_gpu_from_the_log_nccl_wrote_on_the_h100() -> None:
+    text = (FIXTURES / "measurements" / "h100-nccl-duplicate-gpu.log").read_text(encoding="utf-8")
+    found = match(read_text(text), list(CHECKS.values())).diagnoses
+    assert found and (found[0].check, found[0].code) == ("distributed", "same-gpu")
+    assert found[0].remedies[0].id == "one-gpu-per-rank"
