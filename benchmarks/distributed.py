@@ -74,21 +74,24 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="envdoctor-bench-") as folder:
-        floor_script = Path(folder) / "floor.py"
-        floor_script.write_text(FLOOR, encoding="utf-8")
-        rows = [measure(n, args.runs, floor_script) for n in args.ranks]
     import torch
 
     print("Measured %s on %s, %s, %d cores, Python %s, torch %s; medians of %d interleaved runs.\n" % (
         time.strftime("%Y-%m-%d"), platform.platform(), platform.machine(), os.cpu_count() or 0, platform.python_version(),
         torch.__version__, args.runs))
     print("| ranks | floor s | check --distributed s | ratio | goal | report bytes | rank 0: check and exchange s |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        met = "met" if r["ratio_median"] <= GOAL else "NOT met"
-        print("| %d | %.2f | %.2f | %.2fx | <= %.1fx (%s) | %d | %.2f |" % (
-            r["ranks"], r["floor_median_s"], r["check_median_s"], r["ratio_median"], GOAL, met, r["report_bytes"], r["exchange_median_s"]))
+    print("|---|---|---|---|---|---|---|", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="envdoctor-bench-") as folder:
+        floor_script = Path(folder) / "floor.py"
+        floor_script.write_text(FLOOR, encoding="utf-8")
+        for n in args.ranks:  # each row as it is measured: a long run cut short keeps what it had
+            r = measure(n, args.runs, floor_script)
+            rows.append(r)
+            met = "met" if r["ratio_median"] <= GOAL else "NOT met"
+            print("| %d | %.2f | %.2f | %.2fx | <= %.1fx (%s) | %d | %.2f |" % (
+                r["ranks"], r["floor_median_s"], r["check_median_s"], r["ratio_median"], GOAL, met, r["report_bytes"],
+                r["exchange_median_s"]), flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
     return 0
