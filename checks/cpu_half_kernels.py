@@ -269,9 +269,10 @@ EXPLAIN_REMEDIES = (
 SIGNATURES = (
     # Any kernel but a CUDA one (those are bf16-support's); the closing quote is optional because
     # people paste the line cut short.
-    Signature("fp16-missing", r"(?<!\w)\"?(?!\w{0,80}cuda)\w{1,80}\"? not implemented for '(Half|BFloat16)",
-              # the CPU named near it, or a torch before 2.1 (the releases without these kernels)
-              context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|on CPU|--device cpu|use_cpu",
+    Signature("fp16-missing", r"(?<!\w)\"?(?!\w{0,80}cuda)\w{1,80}\"? not implemented for '(?i:Half|BFloat16)",
+              # the CPU named near it (or in the kernel's own name: slow_conv2d_cpu), or a torch before 2.1 (the releases
+              # without these kernels)
+              context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|(?i:on cpu)\b|--device cpu|use_cpu|_cpu_?\"? not implemented",
                        r"\btorch(==| |-)(1\.\d+|2\.0)(\.\d+)?\b"),
               cause="this torch has no CPU kernel for the operation in half precision (torch before 2.1 lacks fp16 "
                     "layer_norm, addmm, conv2d, bmm, group_norm and softmax on the CPU)",

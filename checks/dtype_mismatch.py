@@ -128,7 +128,9 @@ def summarize(facts: Dict[str, Any]) -> str:
 _FLOATS = r"(Float|Half|BFloat16)"
 # Two different float dtypes: `torch.cuda.FloatTensor` against `torch.FloatTensor` reads "Float" twice once
 # spelled one way, and is a cuda/cpu device mix, not a dtype one.
-_TWO = r"\(?(?P<a>Float|Half|BFloat16)\)?%s\(?(?!(?P=a)\b)(Float|Half|BFloat16)\)?"
+# torch 0.4 to 1.x named tensor types: "(torch.cuda.HalfTensor)", "(CUDAFloatTensor)".
+_TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>Float|Half|BFloat16)(?:Tensor)?\)?%s"
+        r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)(Float|Half|BFloat16)(?:Tensor)?\)?")
 SIGNATURES = (
     # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
     Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),

@@ -59,6 +59,13 @@ SIGNATURES = (
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
               remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
+    # code that imports apex.amp in a try/except (`try: from apex import amp` ... `except ImportError: pass`) fails later on
+    # the name itself; apex.amp's own calls (torch.amp has neither) name whose amp it wanted
+    Signature("apex-no-amp", r"NameError: name '?amp'? is not defined", context=(r"\bamp\.(initialize|scale_loss|master_params)\(",),
+              confirmed_by=("apex:apex-impostor",),
+              cause="apex.amp could not be imported (no NVIDIA apex, one built without it, or a current apex that removed it), "
+                    "and the script's guarded import left the name amp undefined",
+              remedies=(NO_AMP, REBUILD)),
     # apex.amp before its fix replaced optimizer.step with a plain function; torch 1.3's LR schedulers wrap the step as a
     # bound method and fail on it (github.com/NVIDIA/apex/issues/552: "update to a newer apex")
     Signature("apex-stale", r"'function' object has no attribute '__self__'", frames=(r"torch/optim/lr_scheduler\.py",),

@@ -55,7 +55,7 @@ SIGNATURES = (
     Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA error: out of memory|CUDA_ERROR_OUT_OF_MEMORY", unless=PROGRAM_GROWTH,
+    Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY", unless=PROGRAM_GROWTH,
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
