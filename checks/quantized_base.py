@@ -181,6 +181,8 @@ SIGNATURES = (
     # Hopper before 0.40 (csrc/ops.cu prints "cuBLAS API failed with status 15", functional.py raises "cublasLt ran into an
     # error!"; github.com/bitsandbytes-foundation/bitsandbytes/issues/599)
     Signature("quantized-fails", r"Your GPU does not support Int8 Matmul|cublasLt ran into an error|cuBLAS API failed with status \d+",
+              # cuBLAS's own words for an argument its caller got wrong: the calling code's bug, not the GPU's int8 layout
+              unless=(r"On entry to \w+ parameter number \d+ had an illegal value",),
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(Remedy("Upgrade bitsandbytes (`pip install -U bitsandbytes`), or load the model in bf16/fp16 or 4-bit "
                                "instead of `load_in_8bit`", id="bitsandbytes-upgrade"),)),

@@ -310,7 +310,10 @@ SIGNATURES = (
     Signature("torch-import-failed",
               r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
-              r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)",  # its own _C
+              r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
+              # NCCL's own symbols are looked up by torch's libtorch_cuda: an NCCL of another CUDA or release loaded first
+              # (cu11 and cu12 wheels mixed; github.com/pytorch/pytorch/issues/119932 "undefined symbol: ncclCommRegister")
+              r"undefined symbol:? ?nccl[A-Z]\w+",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
@@ -399,6 +402,9 @@ SIGNATURES = (
               remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
                                "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
+              # torch imported from a checkout of its source (a folder pytorch/ holding torch/, outside site-packages): the
+              # import found the sources, not the installed build; the program's working directory, not the install
+              unless=(r"(?m)^(?![^\n]*(site|dist)-packages)[^\n]*pytorch[\\/]torch[\\/]__init__\.py",),
               cause="torch is installed only in part (an interrupted install, two installs mixed), or the script runs from "
                     "inside a torch source checkout", remedies=(REINSTALL_TORCH,)),
 )

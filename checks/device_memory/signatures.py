@@ -34,7 +34,9 @@ OOM_HINTS = (r"out of memory|OutOfMemory|Tried to allocate|CUDA_ERROR_OUT_OF_MEM
 # (no `torch.no_grad()`: github.com/sgrvinod/a-PyTorch-Tutorial-to-Image-Captioning/issues/57). No GPU is big enough
 # for that, and the remedies for a full GPU would hide it.
 PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|training)( loop)? (is|works?|worked|runs?|ran)"
-                  r"( perfectly)? (ok|okay|fine|well)\b",)
+                  r"( perfectly)? (ok|okay|fine|well)\b|"
+                  # memory told growing over the run: "GPU memory usage growed slowly during training"
+                  r"\bmemory (usage |use |consumption )?(keeps? )?(grow(s|ed|ing)?|grew|increas(es|ed|ing)|ris(es|ing)|rose)\b",)
 
 SIGNATURES = (
     # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
