@@ -1,6 +1,6 @@
 """`envdoctor check --distributed` at several rank counts against its floor, side by side.
 
-    python benchmarks/distributed.py [--ranks 2 4 8] [--runs 3] [--json FILE]
+    python benchmarks/distributed.py [--ranks 2 4 8] [--runs 3] [--json FILE] [--libraries]
 
 The floor: torchrun starting the same number of processes that only `import torch`,
 `init_process_group("gloo")`, `barrier()` and exit. Each pair is timed interleaved (floor,
@@ -43,10 +43,10 @@ def timed(argv: Sequence[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def measure(ranks: int, runs: int, floor_script: Path) -> Dict[str, Any]:
+def measure(ranks: int, runs: int, floor_script: Path, extra: Sequence[str] = ()) -> Dict[str, Any]:
     nproc = ["--nproc-per-node", str(ranks)]
     floor = TORCHRUN + nproc + [str(floor_script)]
-    ours = TORCHRUN + nproc + CHECK
+    ours = TORCHRUN + nproc + CHECK + list(extra)
     timed(floor), timed(ours)  # warm the page cache for both
     floors: List[float] = []
     checks: List[float] = []
@@ -73,12 +73,14 @@ def main() -> int:
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--libraries", action="store_true", help="check --libraries: every rank runs the training libraries' "
+                        "models too (imports transformers, diffusers, peft where installed)")
     args = parser.parse_args()
     import torch
 
-    print("Measured %s on %s, %s, %d cores, Python %s, torch %s; medians of %d interleaved runs.\n" % (
+    print("Measured %s on %s, %s, %d cores, Python %s, torch %s; medians of %d interleaved runs%s.\n" % (
         time.strftime("%Y-%m-%d"), platform.platform(), platform.machine(), os.cpu_count() or 0, platform.python_version(),
-        torch.__version__, args.runs))
+        torch.__version__, args.runs, "; check --libraries" if args.libraries else ""))
     print("| ranks | floor s | check --distributed s | ratio | goal | report bytes | rank 0: check and exchange s |")
     print("|---|---|---|---|---|---|---|", flush=True)
     rows = []
@@ -86,7 +88,7 @@ def main() -> int:
         floor_script = Path(folder) / "floor.py"
         floor_script.write_text(FLOOR, encoding="utf-8")
         for n in args.ranks:  # each row as it is measured: a long run cut short keeps what it had
-            r = measure(n, args.runs, floor_script)
+            r = measure(n, args.runs, floor_script, ["--libraries"] if args.libraries else [])
             rows.append(r)
             met = "met" if r["ratio_median"] <= GOAL else "NOT met"
             print("| %d | %.2f | %.2f | %.2fx | <= %.1fx (%s) | %d | %.2f |" % (

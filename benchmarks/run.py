@@ -8,9 +8,9 @@ Goals: `envdoctor --version` <= 1.5x `import typer`; `envdoctor check`
 <= 1.5x a bare `import torch` (the mission aims at ~1.1x) and faster than
 `python -m torch.utils.collect_env`; the parent's peak RSS < 80 MB.
 With --libs-python (an environment with transformers, diffusers and peft), also
-`envdoctor check --python PYTHON` (library probes included) against that
-environment's `diffusers-cli env`, which runs no op at all (no slower),
-and `check --quick` against a bare `import torch` there. `envdoctor fix` (the plan, no
+`envdoctor check --python PYTHON` (no config: the libraries are not imported) against a bare
+`import torch` there (<= 1.2x, as on any stack), and `check --libraries` (their models run)
+against that environment's `diffusers-cli env`, which runs no op at all (no slower). `envdoctor fix` (the plan, no
 --yes) against `check` (about 1.1x: planning is text work), and with --old-torch-python on a config
 that has a plan to make.
 No test asserts these numbers: they are measured here, reported in the README.
@@ -122,12 +122,15 @@ def seed_pairs(python: str, config: Path) -> list:
 
 
 def library_pairs(python: str) -> list:
-    """The training libraries' environment: check with its library probes vs `diffusers-cli env`."""
+    """The training libraries' environment: a plain check imports none of them (nothing asks for their models)
+    and is held to the bare `import torch` as on any stack; with --libraries it runs their models, against
+    `diffusers-cli env` (which imports them and runs nothing)."""
     cli = str(Path(python).parent / "diffusers-cli")
     return [
-        ("envdoctor check --python LIBS", ENVDOCTOR + ["check", "--no-config", "--python", python], "diffusers-cli env", [cli, "env"], 1.0),
-        ("envdoctor check --quick --python LIBS", ENVDOCTOR + ["check", "--quick", "--no-config", "--python", python],
-         "LIBS python -c 'import torch'", [python, "-c", "import torch"], 1.5),
+        ("envdoctor check --python LIBS", ENVDOCTOR + ["check", "--no-config", "--python", python],
+         "LIBS python -c 'import torch'", [python, "-c", "import torch"], 1.2),
+        ("envdoctor check --libraries --python LIBS", ENVDOCTOR + ["check", "--libraries", "--no-config", "--python", python],
+         "diffusers-cli env", [cli, "env"], 1.0),
     ]
 
 

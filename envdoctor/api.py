@@ -45,7 +45,7 @@ def check(config: Paths = None, python: Optional[str] = None, show: bool = True,
           **options: Any) -> Report:
     """`envdoctor check`: probe the stack (this interpreter, or `python`), with the training
     configs' intent (`config`); other options as CheckRequest's (only, skip, devices,
-    timeout_s, quick, plugins, default_config)."""
+    timeout_s, quick, libraries, plugins, default_config)."""
     from envdoctor.render.terminal import render_terminal
 
     report = flows.check(_request(python, config, options), progress_display(show))

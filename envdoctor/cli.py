@@ -60,6 +60,8 @@ def check(
     ),
     no_config: bool = typer.Option(False, "--no-config", help="Read no training config, not even accelerate's default one."),
     quick: bool = typer.Option(False, "--quick", help="Skip the probes that import transformers, diffusers and peft."),
+    libraries: bool = typer.Option(False, "--libraries", help="Run transformers', diffusers' and peft's own models without a "
+                                   "training config asking for them (costs their import); a --config runs them anyway."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (schema envdoctor/1)."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the report as Markdown for a bug report."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Show every fact and note."),
@@ -90,6 +92,7 @@ def check(
         configs=list(config or ()),
         default_config=not no_config,
         quick=quick,
+        libraries=libraries,
     )
     with _bad_input():
         if distributed:

@@ -22,7 +22,7 @@ from conftest import ENV, check_of, env_of, facts_of, handwritten, load_fixture,
 from envdoctor.configs.detect import read_configs
 from envdoctor.pipeline.check.engine import run_check
 from envdoctor.pipeline.check.registry import load_checks
-from envdoctor.pipeline.check.request import CheckRequest
+from envdoctor.pipeline.check.request import NOT_ASKED, CheckRequest, runs_libraries
 from envdoctor.target.intent import ConfigSource, Intent, Setting, merge
 from envdoctor.target.model import Finding, ProbeContext, Severity, Target
 
@@ -453,3 +453,34 @@ def test_a_failing_intent_run_is_tried_in_bf16_and_fp32_to_measure_the_remedies(
 def test_an_asked_device_that_is_not_there_is_unavailable() -> None:
     plan = setups.plan({"device": "cuda:1", "precision": "fp16", "training": True}, ["cpu", "cuda:0"])
     assert plan.setups == [] and plan.unavailable == [{"device": "cuda:1", "available": ["cpu", "cuda:0"]}]
+
+
+# ---------------------------------------------------------------- when the libraries are imported
+
+
+def test_a_plain_check_imports_no_training_library_and_says_how_to_run_them(libs_python: Path) -> None:
+    """No config asks for the libraries' models: a plain check skips them (their import costs more than torch's),
+    dora-fp8 runs the plain-torch DoRA math and says peft was not imported; --libraries runs them without a config."""
+    proc = run_envdoctor("check", "--json", "--no-config", "--python", str(libs_python), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    skipped = check_of(report, ID)
+    assert skipped["status"] == "skipped" and NOT_ASKED in skipped["summary"]
+    dora = check_of(report, "dora-fp8")
+    assert dora["facts"]["libraries"] is False and dora["facts"]["imports"] == [] and dora["facts"]["library"] == "torch"
+    assert dora["summary"].startswith("plain-torch DoRA math (peft 0.21.2 not imported: no config asks for an adapter; "
+                                      "--libraries runs it)")
+    asked = json.loads(run_envdoctor("check", "--json", "--no-config", "--libraries", "--python", str(libs_python),
+                                     "--skip", "library-probes", timeout=600).stdout)
+    assert facts_of(asked, "dora-fp8")["library"] == "peft"
+
+
+def test_the_libraries_run_where_a_config_an_option_or_the_user_asks_and_never_with_quick() -> None:
+    checks = load_checks(plugins=False)[0]
+    selected = [c for c in checks if c.check.id in ("cpu-half-kernels", "dora-fp8")]
+    assert not runs_libraries(CheckRequest(), False, checks)
+    assert runs_libraries(CheckRequest(), True, checks)  # a training config's intent
+    assert runs_libraries(CheckRequest(libraries=True), False, checks)
+    assert runs_libraries(CheckRequest(only=["dora-fp8"]), False, selected)  # named: the user asked for it
+    assert not runs_libraries(CheckRequest(only=["cpu-half-kernels"]), False, selected[:1])
+    assert not runs_libraries(CheckRequest(quick=True, libraries=True), True, checks)

@@ -8,7 +8,8 @@ family: on torch 2.13 CPU, adding a DoRA adapter to a float8_e4m3fn Linear fails
 implemented for 'Float8_e4m3fn'`, while plain LoRA on the same base works.
 
 The probe runs the setups the training config asks for (or the common ones) with the
-installed peft, or in plain torch when peft is absent or `--quick`; bitsandbytes bases
+installed peft, or in plain torch when peft is absent, `--quick`, or nothing asks for peft (no config, no
+`--libraries`, not named by `--only`); bitsandbytes bases
 (int8, nf4) are recorded as not probed. One module per job: `setups` (which runs),
 `probe` (worker side), `rules` (findings and remedies).
 
@@ -136,6 +137,7 @@ CHECK = Check(
     summarize=summarize,
     order=80,
     probe_reads_intent=True,  # its setups come from the training config
+    imports_libraries=True,  # peft, transformers, diffusers: where the run asks for them
     signatures=SIGNATURES,
     # The main worker, not the libraries one: importing peft (3 s, transformers' modeling
     # stack included) there balances library-probes' transformers + diffusers imports in the

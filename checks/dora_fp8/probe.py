@@ -217,6 +217,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "float8": hasattr(torch, FLOAT8),
         "intent": intent or None,
         "quick": bool(ctx.options.get("quick")),
+        "libraries": ctx.options.get("libraries", True) is not False,  # a caller that does not say: as before, peft where it is
         "imports": [],
         "runs": [],
         "not_probed": [],
@@ -231,7 +232,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         facts["not_probed"].extend({"base": b, "reason": "torch %s has no %s dtype" % (torch.__version__, b)} for b in dropped)
         setups = [s for s in setups if not s.base.startswith("float8")]
     peft = None
-    if facts["quick"]:
+    if facts["quick"] or not facts["libraries"]:
         facts["peft"] = installed_version("peft")
     elif setups:
         peft = _import_peft(facts)

@@ -248,12 +248,19 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     return findings
 
 
+def _why_torch_only(facts: Dict[str, Any]) -> str:
+    if facts.get("quick"):
+        return "--quick"
+    if facts.get("peft") and facts.get("libraries") is False:
+        return "peft %s not imported: no config asks for an adapter; --libraries runs it" % facts["peft"]
+    return "no peft"
+
+
 def summarize(facts: Dict[str, Any]) -> str:
     runs = list(facts.get("runs") or ())
     if not runs:
         return "no float8 dtypes in this torch" if not facts.get("float8") else "nothing to probe"
-    head = "peft %s" % facts.get("peft") if facts.get("library") == "peft" else "plain-torch DoRA math (%s)" % (
-        "--quick" if facts.get("quick") else "no peft")
+    head = "peft %s" % facts.get("peft") if facts.get("library") == "peft" else "plain-torch DoRA math (%s)" % _why_torch_only(facts)
     parts = [head]
     groups: Dict[str, List[Run]] = {}
     for run in runs:

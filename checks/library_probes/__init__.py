@@ -103,6 +103,7 @@ CHECK = Check(
     timeout_s=180.0,  # importing transformers and diffusers takes seconds, on a slow disk a minute
     order=80,  # after the torch-level checks: a failing micro-op explains a failing model
     probe_reads_intent=True,  # its setups come from the training config
+    imports_libraries=True,  # peft, transformers, diffusers: where the run asks for them
     signatures=SIGNATURES,
     group="libraries",  # its own worker, beside the main checks
     needs=("transformers", "diffusers"),  # without them a second torch import buys nothing

@@ -339,6 +339,9 @@ class Check:
     # when the target has none of them, the check runs in the main worker (and finds nothing).
     needs: Tuple[str, ...] = ()
     quick: bool = True  # False: `check --quick` skips it (the training libraries' imports cost seconds)
+    # Its probe imports the training libraries (transformers, diffusers, peft) to run their own code: only where the
+    # run asks for them (a config, --libraries, the check named by --only; envdoctor.pipeline.check.request)
+    imports_libraries: bool = False
     # Its probe reads the training config's intent (which setups it runs): the configs as a fix plan leaves
     # them are probed again; any other check's facts are only judged again with the new intent.
     probe_reads_intent: bool = False

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from envdoctor.pipeline.check.judge import broken_plugin_result, judge
 from envdoctor.pipeline.check.registry import LoadedCheck, checks_dir, load_checks
-from envdoctor.pipeline.check.request import CheckRequest, select, validate_request
+from envdoctor.pipeline.check.request import NOT_ASKED, CheckRequest, runs_libraries, select, validate_request
 from envdoctor.pipeline.check.runner import PACKAGE_DIR, EventCallback, ProbeOutcome, Runner, RunResult, environ_with
 from envdoctor.pipeline.check.target import build_target, environment_of, read_intent, resolve_python
 from envdoctor.target.intent import Intent
@@ -35,6 +35,8 @@ class PendingCheck:
         try:
             loaded, self.broken = load_checks(plugins=request.plugins)
             self.selected = select(loaded, request.only, request.skip)
+            # an intent from a config, or one a caller passed as a probe option (the probes read either)
+            self.libraries = runs_libraries(request, self.intent is not None or bool(request.options.get("intent")), self.selected)
             # torch-install runs whatever was selected (it costs milliseconds): its facts are the Target's
             # torch build, devices and GPUs, and a torch that does not import is said even to `--only apex`
             self.foundation = [c for c in loaded if c.check.id == FOUNDATION and c not in self.selected and FOUNDATION not in request.skip]
@@ -68,14 +70,15 @@ class PendingCheck:
                 self.groups = {cid: "main" if g == group else g for cid, g in self.groups.items()}
 
     def _group(self, loaded: LoadedCheck) -> str:
-        # --quick runs no library imports: what is left of those checks costs nothing
-        return "main" if self.request.quick else loaded.check.group
+        # a run without the library imports (--quick, or nothing asks for them): what is left of those checks costs nothing
+        return loaded.check.group if self.libraries else "main"
 
     def _ctx(self, intent: Optional[Intent]) -> Dict[str, Any]:
         options = dict(self.request.options)  # a caller's own probe options stand unless a config or --quick says more
         if intent is not None:
             options["intent"] = intent.summary()
         options["quick"] = self.request.quick or bool(options.get("quick"))
+        options["libraries"] = self.libraries or bool(options.get("libraries"))
         devices = self.request.devices or self.request.probe_devices
         if devices and not self.request.devices:
             options["devices_optional"] = True  # probed where they exist: none missing is a finding
@@ -109,7 +112,7 @@ class PendingCheck:
 
     def finish(self, on_event: Optional[EventCallback] = None, keep: bool = False) -> Report:
         """Probe and judge. `keep`: the workers stay, torch imported, for `again`; the caller closes."""
-        skipped = [c for c in self.selected if self.request.quick and not c.check.quick]
+        skipped = [c for c in self.selected if not self.libraries and not c.check.quick]
         self.runnable = [c for c in self.foundation + self.selected if c not in skipped]
         try:
             self._drop_idle_groups()
@@ -117,7 +120,8 @@ class PendingCheck:
             self.close()
             raise
         self.measured = self._run(self.runnable, self._ctx(self.intent), on_event, keep)
-        self.measured.outcomes.update({c.check.id: ProbeOutcome(c.check.id, "skipped", error="--quick") for c in skipped})
+        why = "--quick" if self.request.quick else NOT_ASKED
+        self.measured.outcomes.update({c.check.id: ProbeOutcome(c.check.id, "skipped", error=why) for c in skipped})
         return self._report(self.measured, self.intent, self.config_notes)
 
     def again(self, config_texts: Mapping[str, str], on_event: Optional[EventCallback] = None) -> Report:

@@ -29,6 +29,7 @@ class CheckRequest:
     configs: Sequence[str] = ()  # training configs (--config); none: accelerate's default config, if any
     default_config: bool = True  # False (--no-config): not even accelerate's default config
     quick: bool = False  # --quick: skip the checks that import the training libraries
+    libraries: bool = False  # --libraries: run the training libraries' own models without a config asking for them
     environ: Dict[str, Optional[str]] = field(default_factory=dict)  # variables set (None: unset) for the workers: fix's verification
     config_texts: Dict[str, str] = field(default_factory=dict)  # config -> its text as a plan leaves it, read instead of the file
     # The devices to probe when `devices` names none, those of them that exist (a rank's own: cpu and
@@ -46,6 +47,22 @@ def validate_request(request: CheckRequest) -> None:
     for spec in request.devices or ():
         if not _DEVICE_RE.match(spec):
             raise UsageError("unknown device %r (use cpu, cuda, cuda:N, mps or xpu)" % spec)
+
+
+# What a plain `check` says of the checks that import the training libraries when nothing asks for them.
+NOT_ASKED = "no training config asks for it (--config FILE, or --libraries, runs the libraries' own models)"
+
+
+def runs_libraries(request: CheckRequest, has_intent: bool, selected: Sequence[LoadedCheck]) -> bool:
+    """Whether this run imports transformers, diffusers and peft to run their own models: where a training
+    config says what the run asks of them, where the user named such a check (--only) or asked (--libraries);
+    never with --quick. Their import costs more than torch's own (peft after torch: 13.4 s beside 6.3 s,
+    measured with -X importtime on a 2-core machine), which a plain `check` does not pay: its torch-level
+    checks probe the same dtypes and devices."""
+    if request.quick:
+        return False
+    named = any(c.check.id in request.only for c in selected if c.check.imports_libraries)
+    return has_intent or request.libraries or named
 
 
 def select(checks: List[LoadedCheck], only: Sequence[str], skip: Sequence[str]) -> List[LoadedCheck]:
