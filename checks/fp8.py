@@ -306,6 +306,9 @@ def summarize(facts: Dict[str, Any]) -> str:
 
 KEEP_BF16 = Remedy("Keep the weights in bf16 (or fp16) where they meet other dtypes: store in fp8 only what is cast "
                    "before use", id="base-bf16")
+FAST_MODE_OFF = Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an Ada/Hopper GPU",
+                       id="compute-bf16")
+
 SIGNATURES = (
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
               cause="a float8 tensor met a tensor of another dtype in one operation: torch never promotes float8",
@@ -324,8 +327,13 @@ SIGNATURES = (
                                  r"NOT_SUPPORTED when calling .?cublasLt|cublasLt\w+\(.*\) failed",
               context=(r"fp8|float8|Float8|e4m3|_scaled_mm|--fast|fast ?mode",), context_required=True,
               cause="cuBLASLt has no fp8 matmul here: the GPU is below compute capability 8.9, or torch's CUDA is older than 12.1",
-              remedies=(Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an "
-                               "Ada/Hopper GPU", id="compute-bf16"),)),
+              remedies=(FAST_MODE_OFF,)),
+    # torch built without the fp8 matmul kernel for its platform (aten/src/ATen/native/cuda/Blas.cpp: "_scaled_mm_out_cuda
+    # is not compiled for this platform."): a CUDA before 12.1 build, or a GPU it has no fp8 path for
+    Signature("no-fp8-hardware", r"_scaled_mm\w* is not compiled for this platform",
+              cause="this torch has no fp8 matmul (_scaled_mm) for this platform: a build with a CUDA before 12.1, or a GPU "
+                    "below compute capability 8.9",
+              remedies=(FAST_MODE_OFF,)),
     # ptxas refuses fp8 conversions the target or the PTX version lacks: "Feature 'cvt with .e4m3x2/.e5m2x2 on sm_89'
     # requires PTX ISA .version 8.1 or later" (a Triton that capped PTX at 8.0; github.com/triton-lang/triton/pull/3910)
     # or "... requires .target sm_89 or higher" on an older GPU (PTX ISA notes, cvt: e4m3x2/e5m2x2 need sm_89)

@@ -65,6 +65,19 @@ SIGNATURES = (
               remedies=(CONFIRM_ACROSS_RANKS,
                         env_remedy("Confirm a network fault: NCCL_IB_DISABLE=1 on every node (TCP sockets instead of InfiniBand)",
                                    "ib-disable", {"NCCL_IB_DISABLE": "1"}))),
+    # torch's Windows and macOS builds have no NCCL (torch.distributed's documentation: NCCL on Linux only; gloo elsewhere)
+    Signature("no-nccl", r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is not available|"
+                         r"NCCL backend is not available",
+              cause="this torch has no NCCL (its Windows and macOS builds never do): a job on GPUs asked for the nccl backend",
+              remedies=(Remedy("Use the gloo backend on Windows and macOS (init_process_group('gloo'), or the trainer's "
+                               "ddp_backend/--backend gloo), or run the job on Linux or WSL2, where torch has NCCL", kind="manual",
+                               id="backend-gloo"),)),
+    # torch 2.4+ starts the c10d TCPStore on libuv, which its Windows builds lack; USE_LIBUV=0 brings back the old store
+    # (pytorch.org/tutorials/intermediate/TCPStore_libuv_backend.html)
+    Signature("no-libuv", r"use_libuv was requested but PyTorch was buil[dt] without libuv support",
+              cause="torch's rendezvous store asked for libuv, which this torch build (Windows) lacks",
+              remedies=(env_remedy("Use the store without libuv: USE_LIBUV=0 in the launcher's environment", "use-libuv-off",
+                                   {"USE_LIBUV": "0"}),)),
     Signature("same-gpu", r"Duplicate GPU detected ?: rank \d+ and rank \d+ both on CUDA device", across_ranks=True,
               cause="two ranks on one GPU: more processes than GPUs (--nproc-per-node), or a script that does not pick "
                     "its device from LOCAL_RANK",

@@ -54,12 +54,17 @@ _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eet
 _ADAPTER = r"\b(q?lora|dora|lycoris|adapter)s?\b"
 _QUANT_BASE = r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3"
 _FAILS = (r"\bnot (yet )?(be )?supported\b|\bunsupported\b|\bdo(es)?(n't| not) (work|support)\b|\b(in|not )compatible\b|"
-          r"\b(may|will|would) fail\b|\bfail(s|ed|ing)?\b|\bcannot\b|\bcan't\b|\bnoise\b|\bsnowflakes?\b|\bgarbage\b")
+          r"\b(may|will|would) fail\b|\bfail(s|ed|ing)?\b|\bcannot\b|\bcan't\b|\bnoise\b|\bsnowflakes?\b|\bgarbage\b|"
+          # the adapter loads and does nothing, or errors, told in the user's words ("loras make no different on nf4")
+          r"\bno (effect|differen(ce|t))\b|\bgibberish\b|\bgives? errors?\b")
 # An API drift between peft and the trainer (a keyword one release added) fails in the same files but is no base's fault
 _API_DRIFT = (r"unexpected keyword argument|cannot import name",)
 # A quantized model with no adapter at all (transformers' "cannot perform fine-tuning on purely quantized models. Please
 # attach trainable adapters"): the code forgot get_peft_model, or merged the adapters away before training
 _NO_ADAPTER = (r"(?i)\battach (trainable )?adapters\b|\bno (trainable )?adapters?\b|\bwithout (an? )?adapters?\b",)
+# A serving engine without LoRA for the model's architecture (vLLM: "Model QWenLMHeadModel does not support LoRA, but LoRA
+# is enabled"): the model class, not its base's dtype
+_ARCH_NO_LORA = (r"\b[A-Z]\w*(For\w+|Model)\b does not support LoRA",)
 # peft's refusal to wrap the AWQ and GPTQ kernels' layers (tuners/lora/model.py "Target module ... is not supported")
 _PEFT_REFUSES = r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported"
 ADAPTER_ON_QUANTIZED = Remedy("Load the base unquantized (bf16/fp16) to train, load or merge the adapter, then quantize the "
@@ -126,7 +131,7 @@ SIGNATURES = (
     Signature("adapter-on-quantized-base", r"^(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
-              unless=_API_DRIFT + _NO_ADAPTER, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
+              unless=_API_DRIFT + _NO_ADAPTER + _ARCH_NO_LORA, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
 )
 
 CHECK = Check(

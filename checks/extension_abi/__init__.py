@@ -76,7 +76,16 @@ SIGNATURES = (
     Signature("import-fails", r"Couldn't load custom C\+\+ ops", frames=(r"torchvision",),
               cause="torchvision's C++ ops did not load: torchvision and torch do not match",
               remedies=(REINSTALL_EXTENSION,)),
+    # A CUDA runtime library another package's compiled module needs (built for CUDA 11 on a CUDA 12 machine, Colab's
+    # moves): the import that failed is that package's, not torch's, which brings its own runtime
+    Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: cannot open shared object file",
+              frames=(r"(site|dist)-packages/(?!torch/)[\w.-]+/",), frames_required=True, unless=(r"[/\\]torch[/\\]__init__\.py",),
+              cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
+              # the module that failed is another package's, reached through a companion's import (torchvision imports
+              # Pillow): Pillow's _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
+              unless=(r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b",),
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",
