@@ -282,7 +282,7 @@ def test_a_config_that_does_not_ask_for_dora_on_fp8_keeps_it_a_note(intent: Inte
 def test_without_peft_the_seed_003_error_and_the_upcast_fix_are_the_evidence() -> None:
     finding = one(judge(NO_PEFT, onetrainer_intent()), "dora-float8-base")
     assert finding.severity is Severity.ERROR
-    assert finding.title.startswith("DoRA on float8 base weights fails in torch 2.13.0+cpu (plain-torch DoRA math, no peft): ")
+    assert finding.title.startswith("DoRA on float8 base weights fails in torch 2.13.0+cpu (plain-torch DoRA math): ")
     assert finding.evidence[0].endswith("RuntimeError: %s (at W + s·(B@A))" % SEED_003)
     assert any("DoRA upcasting the base first, float8_e4m3fn base, float16 adapter, cpu: passes" in e for e in finding.evidence)
     assert [r.id for r in finding.remedies] == ["dora-off", "base-bf16", "upcast-fp8"]

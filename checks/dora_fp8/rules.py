@@ -77,7 +77,7 @@ def _in(run: Run) -> str:
     """'peft 0.21.2', or for the plain-torch runs what they are."""
     if run.get("library") == "peft":
         return _library(run)
-    return "%s (plain-torch DoRA math, no peft)" % _library(run)
+    return "%s (plain-torch DoRA math)" % _library(run)  # why not peft: the summary says (absent, --quick, not asked)
 
 
 def _label(run: Run) -> str:
