@@ -308,7 +308,7 @@ SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
-              r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
+              r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
               # NCCL's own symbols are looked up by torch's libtorch_cuda: an NCCL of another CUDA or release loaded first
@@ -316,6 +316,11 @@ SIGNATURES = (
               r"undefined symbol:? ?nccl[A-Z]\w+",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
+    # conda's MKL 2024.1 dropped the ITT symbol conda's libtorch_cpu links (github.com/pytorch/pytorch/issues/123097)
+    Signature("torch-import-failed", r"undefined symbol:? ?iJIT_NotifyEvent",
+              cause="conda installed MKL 2024.1 or newer beside a torch linked against an older MKL (its ITT symbol is gone)",
+              remedies=(Remedy("Pin MKL to 2024.0 in that conda environment (`conda install mkl==2024.0`), or install torch with pip "
+                               "(its wheel brings its own MKL)", id="mkl-2024-0"), REINSTALL_TORCH)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
               cause="numpy is not installed beside torch",
               remedies=(Remedy("Install numpy into the same interpreter as torch", id="numpy-install"),)),

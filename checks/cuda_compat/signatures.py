@@ -91,6 +91,20 @@ SIGNATURES = (
     Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
               cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
               remedies=(VISIBLE_GPU,)),
+    # CUDA's forward compatibility (the cuda-compat libraries an image ships, NGC's among them) runs on data-center GPUs
+    # only; elsewhere it fails as cudaErrorCompatNotSupportedOnDevice (804): the image's CUDA is newer than the host's
+    # driver (docs.nvidia.com/deploy/cuda-compatibility: forward compatibility, supported GPUs)
+    Signature("driver-too-old", r"forward compatibility was attempted on non supported HW|%s" % _runtime_error(804, "cudaErrorCompatNotSupportedOnDevice"),
+              cause="a CUDA newer than the host's driver was reached through forward compatibility, which this GPU does not "
+                    "support (data-center GPUs only): the container image's CUDA is newer than the driver",
+              remedies=(DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)", id="older-image"))),
+    # cudaGetDeviceCount failing with cudaErrorSymbolNotFound (500): the driver API a container or WSL sees lacks a symbol the
+    # runtime needs (a GPU passthrough layer older than the host's driver, Docker Desktop's among them)
+    Signature("driver-library-mismatch", r"cudaGetDeviceCount\(\)[^\n]*Error 500: named symbol not found|%s" % _runtime_error(500, "cudaErrorSymbolNotFound"),
+              cause="the CUDA driver the process sees lacks a symbol its runtime needs: a container or WSL GPU layer out of step "
+                    "with the host's driver",
+              remedies=(Remedy("Update the host's NVIDIA driver and the GPU layer the process runs under together (Docker Desktop "
+                               "or the NVIDIA container toolkit, WSL), then restart them", id="update-gpu-passthrough"),)),
     Signature("driver-library-mismatch", r"Driver/library version mismatch|system has unsupported display driver / cuda driver combination|"
                                          r"%s" % _runtime_error(803, "cudaErrorSystemDriverMismatch"),
               cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",

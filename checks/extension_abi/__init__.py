@@ -82,6 +82,10 @@ SIGNATURES = (
               frames=(r"(site|dist)-packages/(?!torch/)[\w.-]+/",), frames_required=True, unless=(r"[/\\]torch[/\\]__init__\.py",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
+    # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
+    Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
+              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               # the module that failed is another package's, reached through a companion's import (torchvision imports
               # Pillow): Pillow's _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
