@@ -330,6 +330,12 @@ SIGNATURES = (
                            r"numpy\.core\.multiarray failed to import",
               cause="torch (or a module beside it) was built against numpy 1.x and numpy 2 is installed",
               remedies=(NUMPY_BELOW_2,)),
+    # A compiled module and the numpy beside it disagree on numpy's struct sizes (a module built for numpy 2 on numpy 1, as a
+    # notebook's pip leaves Colab: "Expected 96 from C header, got 88 from PyObject")
+    Signature("numpy-abi", r"numpy\.dtype size changed, may indicate binary incompatibility",
+              cause="a compiled module was built against another numpy than the one installed (numpy 1 and 2 mixed)",
+              remedies=(Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall "
+                               "them for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match"),)),
     # Code written for numpy 1 meeting numpy 2, which removed names from its namespace (NumPy 2.0 migration guide: np.float_,
     # np.NaN, np.Inf, np.product, np.BUFSIZE ...): numpy itself says "`np.X` was removed in the NumPy 2.0 release"
     Signature("numpy-abi", r"was removed in the NumPy 2\.0 release|cannot import name '\w+' from 'numpy' \(",
@@ -345,7 +351,7 @@ SIGNATURES = (
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
-    Signature("torch-dll-failed", r'Error loading \\?"?[^"\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
+    Signature("torch-dll-failed", r'(?i:error loading) \\?"?[^"\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
                                   r'caffe2_nvrtc)\.dll',
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",

@@ -36,7 +36,10 @@ OOM_HINTS = (r"out of memory|OutOfMemory|Tried to allocate|CUDA_ERROR_OUT_OF_MEM
 PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|training)( loop)? (is|works?|worked|runs?|ran)"
                   r"( perfectly)? (ok|okay|fine|well)\b|"
                   # memory told growing over the run: "GPU memory usage growed slowly during training"
-                  r"\bmemory (usage |use |consumption )?(keeps? )?(grow(s|ed|ing)?|grew|increas(es|ed|ing)|ris(es|ing)|rose)\b",)
+                  r"\bmemory (usage |use |consumption )?(keeps? )?(grow(s|ed|ing)?|grew|increas(es|ed|ing)|ris(es|ing)|rose)\b|"
+                  # "a slow and steady increase", "unable to train for more than ~2 epochs": it ran, then ran out
+                  r"\b(slow|steady|gradual)( and (slow|steady|gradual))? increase\b|"
+                  r"\b(after|for more than) ~?(\d+|a few|two|three|several) (epochs|iterations|iters|steps)\b",)
 
 SIGNATURES = (
     # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
@@ -48,7 +51,7 @@ SIGNATURES = (
     Signature("out-of-memory", r"MPS backend out of memory",
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\. Tried to allocate|"  # the same allocator on ROCm and Intel GPUs
+    Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\b|"  # the same allocator on ROCm and Intel GPUs; told in words too
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
                                r"Allocation on device \d+ would exceed allowed memory", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
