@@ -427,7 +427,10 @@ SIGNATURES = (
               remedies=BF16_REMEDIES),
     # torch.autocast on a GPU without bf16 (torch/amp/autocast_mode.py, pytorch/pytorch): "Current CUDA Device does
     # not support bfloat16. Please switch dtype to float16." (github.com/karpathy/nanoGPT/pull/277)
-    Signature("bf16-unsupported", r"Current CUDA Device does not support (bfloat16|BFloat16)",
+    Signature("bf16-unsupported", r"Current CUDA Device does not support (bfloat16|BFloat16)|"
+                                  # torch.compile's own warning for a GPU below sm_80 ("NVIDIA GeForce RTX 2060 does not support
+                                  # bfloat16 compilation natively, skipping")
+                                  r"does not support bfloat16 compilation natively",
               cause="autocast was asked for bf16 on a GPU without it (compute capability below 8.0)", remedies=BF16_REMEDIES),
     # transformers' guard for TF32, Ampere's other precision: "--tf32 requires Ampere or a newer GPU arch, cuda>=11 and torch>=1.7"
     Signature("bf16-unsupported", r"--tf32 requires Ampere or a newer GPU arch",

@@ -19,6 +19,10 @@ EXPLAIN_REMEDIES = (
     Remedy("Reinstall the torch CUDA wheel and its nvidia-* packages so that torch and cuBLAS match", id="reinstall-torch-cuda"),
 )
 
+LIBRARY_FOR_THIS_GPU = Remedy("Install the release of the library that failed (CTranslate2, onnxruntime, ...) built for this GPU "
+                              "and the CUDA/cuDNN beside it, or the cuDNN and CUDA libraries that release was built for",
+                              id="library-cuda-match")
+
 # A cuBLAS/cuDNN error after a device-side assert is that assert's echo: CUDA reports a kernel's failure at the next
 # API call, often cublasCreate (an embedding index out of range: github.com/huggingface/transformers/issues/6263).
 AFTER_ASSERT = r"device-side assert|Assertion `[^`]*` failed|index out of range|indexSelect\w*Kernel|srcIndex < srcSelectDimSize"
@@ -44,6 +48,16 @@ SIGNATURES = (
     Signature("cudnn-failed", r"(GET|FIND) was unable to find an engine to execute this computation",
               cause="cuDNN found no engine for this convolution: a cuDNN other than torch's own was loaded (LD_LIBRARY_PATH, a "
                     "system cuDNN), or too little GPU memory for any engine's workspace", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1]),
+    # Another GPU library's own cuBLAS and cuDNN (CTranslate2, which faster-whisper runs on): "cuBLAS failed with status
+    # CUBLAS_STATUS_NOT_SUPPORTED" on a GPU newer than its CUDA, "Could not load library cudnn_ops_infer64_8.dll" where the
+    # cuDNN it was built for is absent (github.com/SYSTRAN/faster-whisper: cuDNN 8 for CTranslate2 3.x, cuDNN 9 for 4.x)
+    Signature("gemm-failed", r"cuBLAS failed with status CUBLAS_STATUS_\w+",
+              cause="the library's own cuBLAS refused the call: a release built for an older CUDA than this GPU needs, or a compute "
+                    "type this GPU's cuBLAS has no kernel for", remedies=(LIBRARY_FOR_THIS_GPU,) + EXPLAIN_REMEDIES[1:2],
+              unless=(AFTER_ASSERT,)),
+    Signature("cudnn-failed", r"Could not (load library|locate) cudnn_\w+\.(dll|so[.\d]*)",
+              cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
+                    "needs, such as zlibwapi, missing)", remedies=(LIBRARY_FOR_THIS_GPU,) + EXPLAIN_REMEDIES[1:2]),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
               cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
 )

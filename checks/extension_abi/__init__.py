@@ -41,6 +41,10 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
                      r"deepspeed|vllm)/",)
 
+# Another package's compiled module, reached through a companion's import (torchvision imports Pillow): Pillow's
+# _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
+OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b"
+
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
 TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
 
@@ -82,14 +86,18 @@ SIGNATURES = (
               frames=(r"(site|dist)-packages/(?!torch/)[\w.-]+/",), frames_required=True, unless=(r"[/\\]torch[/\\]__init__\.py",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
+    # WinError 127 in a private compiled module: it looked up a symbol the loaded torch no longer exports (built for
+    # another torch: "DLL load failed while importing _fused: The specified procedure could not be found")
+    Signature("import-fails", r"DLL load failed while importing (?!_C\b)_\w+: The specified procedure could not be found",
+              unless=(OTHER_PACKAGES_DLL,),
+              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
-              # the module that failed is another package's, reached through a companion's import (torchvision imports
-              # Pillow): Pillow's _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
-              unless=(r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b",),
+              unless=(OTHER_PACKAGES_DLL,),
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",
