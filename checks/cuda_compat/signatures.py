@@ -62,6 +62,14 @@ SIGNATURES = (
                                  r"PyTorch no longer supports this GPU because it is too old",
               cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
               remedies=(WHEEL_FOR_GPU,)),
+    # Triton, torch.compile's GPU compiler, refuses GPUs below capability 7.0 (torch/_dynamo/device_interface.py and
+    # torch/_inductor: "GPUTooOldForTriton: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU
+    # compiler ... Triton only supports devices of CUDA Capability >= 7.0")
+    Signature("no-kernel-image", r"GPUTooOldForTriton|too old to be supported by the triton GPU compiler",
+              cause="Triton (torch.compile's and many libraries' GPU compiler) has no code generator for GPUs below compute "
+                    "capability 7.0",
+              remedies=(Remedy("Run without torch.compile and the library's Triton kernels (eager mode), or on a GPU of compute "
+                               "capability 7.0 or newer (a T4 rather than a P100 on Kaggle)", id="no-triton"),)),
     # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."
     Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer",
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",

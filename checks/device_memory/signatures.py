@@ -52,6 +52,8 @@ SIGNATURES = (
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
     Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\b|"  # the same allocator on ROCm and Intel GPUs; told in words too
+                               # an extension's own allocator (tiny-cuda-nn: "cudaMalloc(&rawptr, ...) failed with error out of memory")
+                               r"cudaMalloc\w*\([^\n]*\) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
                                r"Allocation on device \d+ would exceed allowed memory", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
