@@ -22,6 +22,7 @@ EXPLAIN_REMEDIES = (
 LIBRARY_FOR_THIS_GPU = Remedy("Install the release of the library that failed (CTranslate2, onnxruntime, ...) built for this GPU "
                               "and the CUDA/cuDNN beside it, or the cuDNN and CUDA libraries that release was built for",
                               id="library-cuda-match")
+LIBRARY_REMEDIES = (LIBRARY_FOR_THIS_GPU, EXPLAIN_REMEDIES[1])  # its release first, then what shadows its libraries
 
 # A cuBLAS/cuDNN error after a device-side assert is that assert's echo: CUDA reports a kernel's failure at the next
 # API call, often cublasCreate (an embedding index out of range: github.com/huggingface/transformers/issues/6263).
@@ -53,11 +54,11 @@ SIGNATURES = (
     # cuDNN it was built for is absent (github.com/SYSTRAN/faster-whisper: cuDNN 8 for CTranslate2 3.x, cuDNN 9 for 4.x)
     Signature("gemm-failed", r"cuBLAS failed with status CUBLAS_STATUS_\w+",
               cause="the library's own cuBLAS refused the call: a release built for an older CUDA than this GPU needs, or a compute "
-                    "type this GPU's cuBLAS has no kernel for", remedies=(LIBRARY_FOR_THIS_GPU,) + EXPLAIN_REMEDIES[1:2],
+                    "type this GPU's cuBLAS has no kernel for", remedies=LIBRARY_REMEDIES,
               unless=(AFTER_ASSERT,)),
     Signature("cudnn-failed", r"Could not (load library|locate) cudnn_\w+\.(dll|so[.\d]*)",
               cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
-                    "needs, such as zlibwapi, missing)", remedies=(LIBRARY_FOR_THIS_GPU,) + EXPLAIN_REMEDIES[1:2]),
+                    "needs, such as zlibwapi, missing)", remedies=LIBRARY_REMEDIES),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
               cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
 )

@@ -14,6 +14,9 @@ VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the c
                      "runtime in Colab; `nvidia-smi` must list one", id="visible-devices")
 REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver's kernel module and libraries are the same "
                 "release", id="reboot-after-driver-update")
+# A container image whose CUDA is newer than the host's driver, however that shows (the toolkit's refusal, error 804)
+CONTAINER_NEWER_THAN_DRIVER = (DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)",
+                                                      id="older-image"))
 
 # `torch.cuda.is_available()` False, told in words: the commonest way people report that CUDA does not start. Three readings
 # the probes decide between: a CPU-only torch (torch-install's; Windows' PyPI default), no NVIDIA GPU here (torch-install's),
@@ -86,7 +89,7 @@ SIGNATURES = (
     # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version")
     Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+",
               cause="the host's NVIDIA driver is older than the CUDA the container image needs",
-              remedies=(DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)", id="older-image"))),
+              remedies=CONTAINER_NEWER_THAN_DRIVER),
     Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
               cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
@@ -105,7 +108,7 @@ SIGNATURES = (
     Signature("driver-too-old", r"forward compatibility was attempted on non supported HW|%s" % _runtime_error(804, "cudaErrorCompatNotSupportedOnDevice"),
               cause="a CUDA newer than the host's driver was reached through forward compatibility, which this GPU does not "
                     "support (data-center GPUs only): the container image's CUDA is newer than the driver",
-              remedies=(DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)", id="older-image"))),
+              remedies=CONTAINER_NEWER_THAN_DRIVER),
     # cudaGetDeviceCount failing with cudaErrorSymbolNotFound (500): the driver API a container or WSL sees lacks a symbol the
     # runtime needs (a GPU passthrough layer older than the host's driver, Docker Desktop's among them)
     Signature("driver-library-mismatch", r"cudaGetDeviceCount\(\)[^\n]*Error 500: named symbol not found|%s" % _runtime_error(500, "cudaErrorSymbolNotFound"),
