@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import ProbeContext, available_devices
 from envdoctor.target.probekit.commands import nvidia_smi_program, run_command
+from envdoctor.target.probekit.files import read_file
 from envdoctor.target.probekit.gpus import cuda_devices, device_index, identity, memory
 from envdoctor.target.probekit.ops import attempt
 from envdoctor.target.probekit.steps import StepLost, step
@@ -41,14 +42,6 @@ def parse_meminfo(text: str) -> Dict[str, int]:
     return values
 
 
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def _cgroup() -> Optional[Dict[str, Any]]:
     """This process's cgroup memory limit (a container's, a Slurm or systemd unit's), or None.
 
@@ -56,7 +49,7 @@ def _cgroup() -> Optional[Dict[str, Any]]:
     the cgroup's limit. The working set (what cannot be reclaimed) is the usage less the
     inactive page cache, as the kubelet counts it. cgroup v1 (a `memory` controller line in
     /proc/self/cgroup) or v2 (the `0::` line)."""
-    own = _read("/proc/self/cgroup") or ""
+    own = read_file("/proc/self/cgroup") or ""
     layouts: List[Tuple[int, str, str, str, str]] = []
     for line in own.splitlines():
         parts = line.strip().split(":", 2)
@@ -70,11 +63,11 @@ def _cgroup() -> Optional[Dict[str, Any]]:
             layouts += [(2, "/sys/fs/cgroup" + rel, "memory.max", "memory.current", "inactive_file"),
                         (2, "/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file")]
     for version, base, limit_file, usage_file, inactive_key in sorted(layouts, key=lambda layout: layout[0]):  # v1 first: hybrid hosts
-        limit = _read(base + "/" + limit_file)
+        limit = read_file(base + "/" + limit_file)
         if limit is None:
             continue
-        usage = _read(base + "/" + usage_file)
-        stat = _read(base + "/memory.stat") or ""
+        usage = read_file(base + "/" + usage_file)
+        stat = read_file(base + "/memory.stat") or ""
         inactive = re.search(r"^%s (\d+)$" % inactive_key, stat, re.MULTILINE)
         value = int(limit) if limit.strip().isdigit() else None  # v2 "max": no limit
         return {
@@ -90,7 +83,7 @@ def _cgroup() -> Optional[Dict[str, Any]]:
 def _host_memory() -> Dict[str, Any]:
     host: Dict[str, Any] = {"source": None}
     host.update({key: None for key, _ in MEMINFO_FIELDS})
-    text = _read(MEMINFO)
+    text = read_file(MEMINFO)
     if text is None:
         if sys.platform.startswith("linux"):
             host["error"] = "%s is not readable" % MEMINFO

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target.model import ProbeContext
 from envdoctor.target.probekit.distributions import installed, requires
+from envdoctor.target.probekit.files import read_file
 from envdoctor.target.probekit.imports import find_module_spec, record_import
 from envdoctor.target.probekit.text import exception_chain
 
@@ -41,20 +42,12 @@ def _package_dir(spec: Any) -> Optional[str]:
     return os.path.dirname(origin) if origin and os.path.isabs(origin) else None
 
 
-def _read(path: str, limit: int = 20000) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(limit)
-    except OSError:
-        return None
-
-
 def _build_version(directory: Optional[str]) -> Optional[str]:
     """`__version__` of the package's version.py (torchvision: '0.28.0+cu130'), read, not imported."""
     if not directory:
         return None
     for name in ("version.py", "__init__.py"):
-        text = _read(os.path.join(directory, name))
+        text = read_file(os.path.join(directory, name), 20000)
         if text:
             match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
             if match:
@@ -66,7 +59,7 @@ def _xformers_built_for(directory: Optional[str]) -> Optional[Dict[str, Any]]:
     """xformers/cpp_lib.json: what its C++ library was compiled against."""
     if not directory:
         return None
-    text = _read(os.path.join(directory, "cpp_lib.json"))
+    text = read_file(os.path.join(directory, "cpp_lib.json"), 20000)
     if not text:
         return None
     try:

@@ -22,6 +22,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from envdoctor.target.probekit.files import read_file
 from envdoctor.target.probekit.links import gpu_links, network_ports
 
 
@@ -29,12 +30,8 @@ def machine() -> Dict[str, Any]:
     """The network interfaces that are up, InfiniBand devices, the size of /dev/shm, the ports' rates."""
     up: List[str] = []
     for path in sorted(glob.glob("/sys/class/net/*/operstate")):
-        try:
-            with open(path) as f:
-                if f.read().strip() in ("up", "unknown"):
-                    up.append(path.split("/")[-2])
-        except OSError:
-            pass
+        if (read_file(path, 64) or "").strip() in ("up", "unknown"):
+            up.append(path.split("/")[-2])
     ib = sorted(os.path.basename(p) for p in glob.glob("/sys/class/infiniband/*"))
     shm = None
     try:

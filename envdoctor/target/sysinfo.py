@@ -46,6 +46,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from envdoctor.target.probekit.files import read_file
+
 # Paths are module constants so that tests can point them at missing or hostile files.
 OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
 CPUINFO = "/proc/cpuinfo"
@@ -96,15 +98,6 @@ def _guarded(errors: Dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
         return fn()
     except Exception as exc:  # noqa: BLE001 - any failure is a missing fact, not a crash
         errors[key] = _exc(exc)
-        return None
-
-
-def _read(path: str, limit: int = 1 << 20) -> Optional[str]:
-    """The text of a small system file, or None when it is absent or unreadable."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read(limit)
-    except OSError:
         return None
 
 
@@ -171,7 +164,7 @@ def _start_tools() -> Callable[[], Dict[str, Any]]:
 
 def _os_name() -> Optional[str]:
     for path in OS_RELEASE:
-        text = _read(path)
+        text = read_file(path)
         if text is None:
             continue
         match = re.search(r"^PRETTY_NAME=(.*)$", text, re.M)
@@ -261,8 +254,8 @@ def _cpu_list_count(text: Optional[str]) -> Optional[int]:
 def _topology(online: Optional[int]) -> Tuple[Optional[int], Optional[int]]:
     """(sockets, threads per core) from cpu0's sysfs siblings: two small files, not one per CPU."""
     base = os.path.join(CPU_SYSFS, "cpu0", "topology")
-    per_package = _cpu_list_count(_read(os.path.join(base, "package_cpus_list")) or _read(os.path.join(base, "core_siblings_list")))
-    per_core = _cpu_list_count(_read(os.path.join(base, "core_cpus_list")) or _read(os.path.join(base, "thread_siblings_list")))
+    per_package = _cpu_list_count(read_file(os.path.join(base, "package_cpus_list")) or read_file(os.path.join(base, "core_siblings_list")))
+    per_core = _cpu_list_count(read_file(os.path.join(base, "core_cpus_list")) or read_file(os.path.join(base, "thread_siblings_list")))
     sockets = online // per_package if online and per_package else None
     return sockets or None, per_core
 
@@ -281,7 +274,7 @@ def _flags(fields: Dict[str, str]) -> Optional[Dict[str, bool]]:
 
 def _cpu() -> Dict[str, Any]:
     fields = _cpuinfo_first_block() or {}
-    online = _cpu_list_count(_read(os.path.join(CPU_SYSFS, "online"))) or os.cpu_count()
+    online = _cpu_list_count(read_file(os.path.join(CPU_SYSFS, "online"))) or os.cpu_count()
     sockets, threads_per_core = _topology(online)
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
@@ -297,7 +290,7 @@ def _cpu() -> Dict[str, Any]:
 
 
 def _memory() -> Optional[Dict[str, Any]]:
-    text = _read(MEMINFO)
+    text = read_file(MEMINFO)
     if text is None:
         return None
     values = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(MemTotal|MemAvailable):\s+(\d+)\s*kB", text, re.M)}
@@ -309,7 +302,7 @@ def _nvidia_driver() -> Optional[str]:
     here, in the facts thread, so the worker's start before `import torch` stays short)."""
     from envdoctor.target.cuda_tables import parse_proc_driver_version
 
-    return parse_proc_driver_version(_read(NVIDIA_VERSION, 4096))
+    return parse_proc_driver_version(read_file(NVIDIA_VERSION, 4096))
 
 
 def _packages(errors: Dict[str, str]) -> Dict[str, Optional[str]]:

@@ -13,6 +13,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from envdoctor.target.probekit.commands import nvidia_smi_program, run_command
+from envdoctor.target.probekit.files import read_file
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GT/s|Gb/sec|Gb/s)")
@@ -21,11 +22,8 @@ _NVLINK = re.compile(r"^\s*Link\s+(\d+):\s*(?:(\d+(?:\.\d+)?)\s*GB/s|(<inactive>
 
 
 def _read(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read(200).strip()
-    except OSError:
-        return None
+    text = read_file(path, 200)
+    return text.strip() if text is not None else None
 
 
 def rate(text: Optional[str]) -> Optional[float]:
