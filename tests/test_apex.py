@@ -296,6 +296,50 @@ def test_python_only_build_without_gpu_or_transformers_is_a_warning() -> None:
     assert "no CUDA device" in CHECK.summarize(facts)
 
 
+@pytest.mark.parametrize("fixture, amp", [("cpu-nvidia-apex-6424da3-python-only.json", False),
+                                          ("cpu-nvidia-apex-25.05-python-only.json", True)])
+def test_recorded_nvidia_apex_with_and_without_amp(fixture: str, amp: bool) -> None:
+    """Real NVIDIA apex, built here without extensions from its repository: 25.05 (the last tag with apex.amp) and
+    6424da3 (after #1896 removed it). Code that does `from apex import amp` fails on the second: a note, not a warning
+    (nothing here says the code needs it), with torch.amp as the remedy."""
+    facts = facts_of(load_fixture(fixture), "apex")
+    assert facts["package"]["contents"]["amp/__init__.py"] is amp
+    findings = by_code(judge(CHECK, facts))
+    assert "apex-no-cuda-extensions" in findings  # a Python-only build either way
+    assert ("apex-no-amp" in findings) is not amp
+    assert ("no apex.amp" in CHECK.summarize(facts)) is not amp
+    if not amp:
+        finding = findings["apex-no-amp"]
+        assert finding.severity is Severity.INFO and "pull/1896" in "\n".join(finding.evidence)
+        assert [r.id for r in finding.remedies] == ["apex-amp-removed"]
+        assert finding.subject["missing"] == ["apex.amp"]
+
+
+def test_snapshots_that_did_not_record_amp_say_nothing_of_it() -> None:
+    facts = facts_of(load_fixture("h200-apex-python-only.json"), "apex")  # recorded before the probe looked
+    assert "amp/__init__.py" not in facts["package"]["contents"]
+    assert "apex-no-amp" not in codes(judge(CHECK, facts))
+
+
+def test_explain_confirms_a_missing_apex_amp_on_recorded_nvidia_apex() -> None:
+    """The live half of explain on the recorded 6424da3 build: the apex-no-amp finding witnesses the reading."""
+    from envdoctor.pipeline.explain.confirm import apply_verdicts
+    from envdoctor.pipeline.explain.match import match
+    from envdoctor.pipeline.explain.reader import read_text
+    from envdoctor.target.model import report_from_dict
+
+    text = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    from apex import amp\n'
+            "ImportError: cannot import name 'amp' from 'apex' (/opt/venv/lib/python3.11/site-packages/apex/__init__.py)\n")
+    checks = [c.check for c in load_checks(plugins=False)[0]]
+    for fixture, confirmed in (("cpu-nvidia-apex-6424da3-python-only.json", True), ("cpu-nvidia-apex-25.05-python-only.json", False)):
+        diagnoses = match(read_text(text), checks).diagnoses
+        assert (diagnoses[0].check, diagnoses[0].code) == ("apex", "apex-no-amp")
+        apply_verdicts(diagnoses, report_from_dict(load_fixture(fixture)))
+        assert diagnoses[0].confirmed is confirmed, diagnoses[0].confirmation
+        if confirmed:
+            assert "has no apex.amp" in diagnoses[0].confirmation
+
+
 def test_extension_built_for_another_torch() -> None:
     facts = handwritten("apex-a100-undefined-symbol.json")
     findings = judge(CHECK, facts)

@@ -44,9 +44,12 @@ ALL_EXTENSIONS = CPP_EXTENSIONS + CUDA_EXTENSIONS + CONTRIB_EXTENSIONS
 
 # What a package directory named apex holds: NVIDIA's layout, or the Pyramid toolkit's
 # (docs/facts.md §5 "PyPI apex is unrelated": apex/{lib,ext,scaffolds,...}, forms.py, no normalization).
+# apex/amp: NVIDIA removed apex.amp (with apex.parallel's DDP and apex.RNN) in github.com/NVIDIA/apex/pull/1896,
+# May 2025, first without it the 25.07 tag; 25.05 is the last with it.
+AMP_MARKER = "amp/__init__.py"
 PACKAGE_MARKERS = (
     "normalization/fused_layer_norm.py", "optimizers", "multi_tensor_apply",
-    "lib/libapex.py", "forms.py", "views.py", "scaffolds",
+    "lib/libapex.py", "forms.py", "views.py", "scaffolds", AMP_MARKER,
 )
 NVIDIA_MARKERS = ("normalization/fused_layer_norm.py", "optimizers", "multi_tensor_apply")
 

@@ -11,7 +11,8 @@ from envdoctor.target.remedies.actions import pip_remedy
 from envdoctor.target.remedies.commandline import UV, pip_command
 from envdoctor.target.versions import release_tuple
 
-from .probe import CUDA_EXTENSIONS, ID, IMPOSTOR_MODULES, NVIDIA_MARKERS, mix
+from .probe import AMP_MARKER, CUDA_EXTENSIONS, ID, IMPOSTOR_MODULES, NVIDIA_MARKERS, mix
+from .signatures import NO_AMP
 
 # NVIDIA apex's setup.py: name="apex", version="0.1",
 # description="PyTorch Extensions written by NVIDIA" (docs/facts.md §5 "Build checks").
@@ -436,6 +437,27 @@ def _nvidia(facts: Dict[str, Any], env: Target) -> List[Finding]:
     return findings
 
 
+def has_amp(facts: Dict[str, Any]) -> Optional[bool]:
+    """Whether the apex that `import apex` loads holds apex.amp (None: not recorded, older snapshots)."""
+    return ((facts.get("package") or {}).get("contents") or {}).get(AMP_MARKER)
+
+
+def _no_amp(facts: Dict[str, Any]) -> List[Finding]:
+    if has_amp(facts) is not False:
+        return []
+    dist = facts.get("distribution") or {}
+    where = ", ".join((facts.get("package") or {}).get("locations") or ()) or "apex"
+    return [Finding(
+        ID, "apex-no-amp", Severity.INFO,
+        "this NVIDIA apex has no apex.amp: code written for it (`from apex import amp`, `amp.initialize`) fails here",
+        ("no amp/ in %s: NVIDIA removed apex.amp, apex.parallel's DistributedDataParallel and apex.RNN "
+         "(github.com/NVIDIA/apex/pull/1896; 25.05 is the last tag with them)" % where,
+         "torch's own torch.amp (autocast, GradScaler) does what apex.amp did; transformers, accelerate and Lightning "
+         "use it for fp16/bf16"),
+        (NO_AMP,), {"package": "apex", "version": dist.get("version"), "missing": ["apex.amp"]},
+    )]
+
+
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     kind, impostor, nvidia = classify(facts)
     if kind == "absent":
@@ -459,7 +481,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
              *build_remedies(facts, env, "If you need NVIDIA apex", uninstall_first=True)),
             {"package": "apex", "version": dist.get("version")},
         )]
-    return _nvidia(facts, env)
+    return _nvidia(facts, env) + _no_amp(facts)
 
 
 def summarize(facts: Dict[str, Any]) -> str:
@@ -491,6 +513,8 @@ def summarize(facts: Dict[str, Any]) -> str:
         parts.append(", ".join("%s %d/%d on %s" % (op, sum(v), len(v), dev) for (dev, op), v in per.items()))
     elif facts.get("fused_ops"):
         parts.append(facts["fused_ops"])
+    if has_amp(facts) is False:
+        parts.append("no apex.amp")
     route = t5_routing(facts)
     if route.get("routed"):
         parts.append("T5 → FusedRMSNorm (transformers %s)" % route["transformers"])

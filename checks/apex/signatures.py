@@ -55,14 +55,14 @@ SIGNATURES = (
     # (`from apex import amp`) fails on a current build, as it does on the impostor
     # (the impostor has no amp either: where the probe finds it installed, it confirms this reading)
     Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?",
-              confirmed_by=("apex:apex-impostor",),
+              confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
               remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
     # code that imports apex.amp in a try/except (`try: from apex import amp` ... `except ImportError: pass`) fails later on
     # the name itself; apex.amp's own calls (torch.amp has neither) name whose amp it wanted
     Signature("apex-no-amp", r"NameError: name '?amp'? is not defined", context=(r"\bamp\.(initialize|scale_loss|master_params)\(",),
-              confirmed_by=("apex:apex-impostor",),
+              confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
               cause="apex.amp could not be imported (no NVIDIA apex, one built without it, or a current apex that removed it), "
                     "and the script's guarded import left the name amp undefined",
               remedies=(NO_AMP, REBUILD)),
