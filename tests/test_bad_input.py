@@ -27,6 +27,7 @@ from conftest import run_envdoctor
         (["run", "--timeout", "-5", "--", "true"], "--timeout must be a positive number of seconds"),
         (["check", "--device", "tpu"], "unknown device 'tpu'"),
         (["check", "--json", "--markdown"], "--json and --markdown cannot be combined"),
+        (["check", "--quick", "--libraries"], "--quick and --libraries cannot be combined"),
         (["check", "--no-such-option"], "No such option"),  # click 8.4 words it "No such option '--x'."
         (["no-such-command"], "No such command 'no-such-command'"),
     ],

@@ -44,6 +44,8 @@ MAX_TIMEOUT_S = 86400.0
 def validate_request(request: CheckRequest) -> None:
     if request.timeout_s is not None and not 0 < request.timeout_s <= MAX_TIMEOUT_S:
         raise UsageError("--timeout must be a positive number of seconds, at most %d (a day), not %g" % (MAX_TIMEOUT_S, request.timeout_s))
+    if request.quick and request.libraries:  # --quick skips exactly what --libraries asks to run
+        raise UsageError("--quick and --libraries cannot be combined")
     for spec in request.devices or ():
         if not _DEVICE_RE.match(spec):
             raise UsageError("unknown device %r (use cpu, cuda, cuda:N, mps or xpu)" % spec)
