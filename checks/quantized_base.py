@@ -155,11 +155,13 @@ def summarize(facts: Dict[str, Any]) -> str:
 # github.com/bitsandbytes-foundation/bitsandbytes/issues/176). transformers says bitsandbytes is unusable as "Using
 # `bitsandbytes` 8-bit quantization requires Accelerate ... and the latest version of bitsandbytes", which it also says
 # when no CUDA GPU is there.
+BITSANDBYTES_UPGRADE = Remedy("Install a bitsandbytes built for this machine (`pip install -U bitsandbytes`: 0.43+ ships CUDA, "
+                              "CPU and Windows builds in one wheel, and int8 matmul for every GPU since Pascal), into the "
+                              "interpreter that runs the script", id="bitsandbytes-upgrade")
 EXPLAIN_REMEDIES = (
     Remedy("Load the base in bf16/fp16 instead of 4/8-bit where there is no CUDA GPU (axolotl `load_in_4bit: false`, "
            "transformers without `BitsAndBytesConfig`)", id="no-quantization"),
-    Remedy("Install a bitsandbytes built for this machine (`pip install -U bitsandbytes`: 0.43+ ships CUDA, CPU and Windows "
-           "builds in one wheel), into the interpreter that runs the script", id="bitsandbytes-upgrade"),
+    BITSANDBYTES_UPGRADE,
 )
 SIGNATURES = (
     # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
@@ -184,8 +186,8 @@ SIGNATURES = (
               # cuBLAS's own words for an argument its caller got wrong: the calling code's bug, not the GPU's int8 layout
               unless=(r"On entry to \w+ parameter number \d+ had an illegal value",),
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
-              remedies=(Remedy("Upgrade bitsandbytes (`pip install -U bitsandbytes`), or load the model in bf16/fp16 or 4-bit "
-                               "instead of `load_in_8bit`", id="bitsandbytes-upgrade"),)),
+              remedies=(BITSANDBYTES_UPGRADE,
+                        Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
     Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)|"
                                  r"No GPU found\. A GPU is needed for quantization",

@@ -288,6 +288,9 @@ def summarize(facts: Dict[str, Any]) -> str:
 # What `explain` can say from a traceback alone; the live findings give the exact pip command for the target.
 INSTALL_TORCH = Remedy("Install torch into the interpreter that runs the script (`<that python> -m pip install torch`; a venv "
                        "that is not activated, or a second Python, is the usual cause)", id="torch-install")
+TORCH_CUDA_WHEEL = Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org cuXXX index "
+                          "for your driver) into the interpreter that runs the script (an app's own venv, for a web UI)",
+                          id="torch-cuda-wheel")
 REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch==<the installed version>`): files of it are "
                          "missing or come from another build", id="torch-reinstall")
 
@@ -370,8 +373,7 @@ SIGNATURES = (
     Signature("cpu-only-torch", r"Torch not compiled with CUDA enabled", frames=(r"torch/cuda/__init__\.py",),
               cause="a CPU-only torch wheel was asked to use CUDA",
               confirmed_by=("cuda-compat:cpu-only-torch",),
-              remedies=(Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org "
-                               "cuXXX index for your driver) into the interpreter that runs the script", id="torch-cuda-wheel"),)),
+              remedies=(TORCH_CUDA_WHEEL,)),
     Signature("no-cuda-here", r"not compiled with CUDA", frames=(r"torch/cuda/__init__\.py",),
               context=(_MAC + r"|\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
@@ -385,8 +387,7 @@ SIGNATURES = (
               unless=(_NOT_NVIDIA,),
               cause="torch cannot use the GPU: a CPU-only torch build is installed (some packages and forks install one)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
-              remedies=(Remedy("Install a CUDA build of torch (Windows: the download.pytorch.org cuXXX index for your driver) into "
-                               "the webui's own venv, or reinstall the webui package made for NVIDIA GPUs", id="torch-cuda-wheel"),)),
+              remedies=(TORCH_CUDA_WHEEL,)),
     Signature("no-cuda-here", r"Torch is not able to use GPU",
               context=(_NOT_NVIDIA,), context_required=True,
               cause="this machine has no NVIDIA GPU that CUDA can use (AMD, Intel or Apple): the CUDA start-up test cannot pass",
@@ -398,8 +399,7 @@ SIGNATURES = (
               cause="torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
                     "pulled one in)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
-              remedies=(Remedy("Install a CUDA build of torch (Windows: the download.pytorch.org cuXXX index for your driver) "
-                               "into the interpreter that runs the script", id="torch-cuda-wheel"),)),
+              remedies=(TORCH_CUDA_WHEEL,)),
     # (no context needed: where the probe finds no CUDA GPU, as on the machine that failed, this reading leads)
     Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=CHECKPOINT_SAVED_ON_CUDA,
               cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",

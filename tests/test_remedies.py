@@ -52,7 +52,7 @@ def test_every_remedy_is_an_action_and_its_commands_are_built_from_it(name: str,
         assert remedy.summary
         if remedy.kind in ("pip", "env", "config"):
             assert remedy.action, remedy  # fix executes the action: one is required
-            assert remedy.commands == commands_for(remedy.kind, remedy.action, env.python), remedy
+            assert remedy.commands == commands_for(remedy.kind, remedy.action, env.python, env.installer), remedy
         for key in ("install", "upgrade", "uninstall", "constraints", "unset_env", "reduce"):
             assert isinstance(remedy.action.get(key, []), list), (remedy.id, key)
         for key in ("force_reinstall", "no_deps", "no_build_isolation", "no_cache"):

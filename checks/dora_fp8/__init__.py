@@ -68,7 +68,8 @@ _ARCH_NO_LORA = (r"\b[A-Z]\w*(For\w+|Model)\b does not support LoRA",)
 # peft's refusal to wrap the AWQ and GPTQ kernels' layers (tuners/lora/model.py "Target module ... is not supported")
 _PEFT_REFUSES = r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported"
 ADAPTER_ON_QUANTIZED = Remedy("Load the base unquantized (bf16/fp16) to train, load or merge the adapter, then quantize the "
-                              "result; or use a loader and release that support adapters on this quantization",
+                              "result; or use a quantization, loader and release that support adapters (bitsandbytes 4/8-bit "
+                              "QLoRA in peft), with the trainer's fast LoRA path off for packed AWQ/GPTQ layers",
                               id="lora-unquantized")
 _QUANTIZED_CAUSE = ("the adapter met a base whose weights are quantized (bitsandbytes, torchao, quanto, GPTQ/AWQ, an fp8 "
                     "checkpoint): the loader or trainer cannot apply or merge a LoRA delta on those packed weights")
@@ -100,13 +101,11 @@ SIGNATURES = (
     # layers keep as qweight (github.com/casper-hansen/AutoAWQ: "not compatible with training yet")
     Signature("adapter-on-quantized-base", _PEFT_REFUSES,
               cause="peft has no adapter layer for this quantized layer (AWQ, GPTQ kernels): the base cannot take LoRA as loaded",
-              remedies=(Remedy("Train the adapter on the unquantized model, or on a quantization peft supports (bitsandbytes "
-                               "4/8-bit QLoRA, or a peft release that wraps this kernel), then quantize", id="lora-unquantized"),)),
+              remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"'(WQLinear_\w+|\w*QuantLinear\w*)' object has no attribute 'weight'",
               context=(r"(?i)\b(q?lora\w*|peft|adapters?)\b",), context_required=True,
               cause="a LoRA patch reads the base layer's `.weight`, which AWQ/GPTQ packed layers do not have (only qweight)",
-              remedies=(Remedy("Train the adapter on the unquantized model (or bitsandbytes QLoRA), or turn off the trainer's "
-                               "fast LoRA path for this quantized base", id="lora-unquantized"),)),
+              remedies=(ADAPTER_ON_QUANTIZED,)),
     # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
               cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",
