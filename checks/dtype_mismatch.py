@@ -136,6 +136,14 @@ SIGNATURES = (
     Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
                     "input in another)", remedies=REMEDIES),
+    # torch 1.0-1.5's wording ("Expected object of scalar type Float but got scalar type Half for argument #2 'mat2'") and
+    # torch 0.4's for a sequence argument ("Expected a Tensor of type torch.cuda.HalfTensor but found a type
+    # torch.cuda.FloatTensor for sequence element 926": torch.cat of fp16 and fp32 gradients)
+    Signature("mixes-rejected", r"Expected object of scalar type %s" % (_TWO % " but got scalar type "),
+              cause="two tensors of different float dtypes met in one operation (an older torch's wording)", remedies=REMEDIES),
+    Signature("mixes-rejected", r"Expected a Tensor of type %s" % (_TWO % " but found a type "),
+              cause="tensors of different float dtypes in one sequence argument (torch.cat of fp16 and fp32; torch 0.4)",
+              remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),

@@ -352,6 +352,10 @@ SIGNATURES = (
     Signature("no-fp8-hardware", r"type fp8e4nv not supported in this architecture|fp8e4nv data type is not supported on CUDA arch|"
                                  r"[Dd]evice compute capability (8\.9|9\.\w) (or higher )?required for FP8|"
                                  r"quantization method fp8 is not supported for the current GPU|"
+                                 # Triton's tl.dot on a target without fp8 MMA ("AssertionError: Unsupported lhs dtype fp8e4nv"),
+                                 # and a CUTLASS fp8 MMA compiled without it ("cutlass::arch::Mma<..., cutlass::float_e4m3_t,
+                                 # ...> ... not implemented": a build whose arch list lacks sm_89)
+                                 r"Unsupported [lr]hs dtype fp8e\w+|cutlass::arch::Mma<[^\n]*float_e[45]m[23]_t[^\n]*not implemented|"
                                  # transformers' fp8 quantizers (quantizers/quantizer_fbgemm_fp8.py raises for < 9.0;
                                  # quantizer_finegrained_fp8.py raised for < 8.9, newer releases dequantize to bf16)
                                  r"FP8 quantized models is only supported on GPUs with compute capability >= (8\.9|9\.0)",

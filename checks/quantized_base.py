@@ -174,6 +174,27 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES),
     # bitsandbytes' native library itself not loading (a Linux .so on Windows before 0.43: "[WinError 193] %1 is not a
     # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open), however the OS words it
+    # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
+    # this machine, its bugs included (0.37's NameError on GPUs below compute capability 7.5, fixed in
+    # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)
+    Signature("quantized-fails", r"\b\w+Error\b", frames=(r"bitsandbytes/cuda_setup/",),
+              context=(r"bitsandbytes/cuda_setup/",), context_required=True,
+              cause="bitsandbytes' CUDA setup failed on this machine (its GPU library, CUDA or GPU not found or not supported "
+                    "by that release)",
+              remedies=EXPLAIN_REMEDIES[::-1]),
+    # bitsandbytes' own words when its native library does not load, whatever the loader said after them (a glibc older
+    # than its CUDA 12.6+ builds need: "version `GLIBC_2.34' not found", github.com/bitsandbytes-foundation/bitsandbytes/issues/1610)
+    Signature("quantized-fails", r"Could not load bitsandbytes native library",
+              cause="bitsandbytes' native library cannot load here (a build for another OS, CUDA or glibc, or a missing file)",
+              remedies=EXPLAIN_REMEDIES[::-1]),
+    # bitsandbytes' CUDA_CHECK_RETURN (csrc/ops.cu, ops.hip): "Error named symbol not found at line 233 in file
+    # /src/csrc/ops.cu" when its kernels have no code for this GPU (a wheel built without sm_87 on a Jetson Orin)
+    Signature("quantized-fails", r"\bError .{3,80} at line \d+ in file \S*csrc/ops\.(cu|hip)\b",
+              cause="a bitsandbytes CUDA kernel failed to launch: its build has no kernels for this GPU's architecture, or "
+                    "another CUDA than the driver's",
+              remedies=(BITSANDBYTES_UPGRADE,
+                        Remedy("Or build bitsandbytes from source for this GPU (CUDA_ARCHS / -DCOMPUTE_CAPABILITY naming its sm)",
+                               id="bitsandbytes-from-source"))),
     Signature("quantized-fails", r"(?i)(WinError \d+|cannot open shared object|not a valid Win32|LoadLibrary|No such file)"
                                  r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError)",
               cause="bitsandbytes' native library cannot load here (a build for another OS or CUDA, or a missing file)",

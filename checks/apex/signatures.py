@@ -27,6 +27,15 @@ SIGNATURES = (
               cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's (seed 002: T5 via "
                     "transformers' FusedRMSNorm swap), or an apex built for another torch",
               remedies=FUSED_NORM_REMEDIES),
+    # apex's own input checks in its CUDA kernels (csrc: CHECK_CUDA / CHECK_CONTIGUOUS, "input must be a CUDA tensor")
+    # refusing tensors that are on the GPU: the kernel reads them through another torch's ABI (github.com/FoundationVision/
+    # InfinityStar/issues/16: on cuda:0, fixed by rebuilding the environment)
+    Signature("apex-fused-norm-fails", r"\b\w+ must be a CUDA tensor|\b\w+ must be contiguous",
+              frames=(r"apex/normalization/fused_layer_norm\.py",),
+              context=(r"apex/normalization/fused_layer_norm\.py|\bfused_layer_norm_cuda\.\w+\(",), context_required=True,
+              cause="apex's fused norm kernel refused its input: with the input on the GPU, an apex built for another torch or "
+                    "CUDA than the installed one",
+              remedies=(REBUILD, FUSED_NORM_REMEDIES[0])),
     Signature("apex-no-cuda-extensions", r"No module named '?fused_layer_norm_cuda'?",
               frames=(r"apex/normalization/fused_layer_norm\.py",),
               cause="apex was built without its CUDA extensions (Python-only build)",

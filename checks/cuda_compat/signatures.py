@@ -27,7 +27,12 @@ def unavailable(device: str) -> str:
             r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b)" % device)
 
 
-CUDA_UNAVAILABLE = unavailable("cuda")
+# The same fact as the launchers that ask torch for the GPU count say it: Lightning 0.x-1.5 ("You requested GPUs: [0]
+# But your machine only has: []", trainer/distrib_parts.py sanitize_gpu_ids), 1.6+ ("GPUAccelerator can not run on your
+# system since the accelerator is not available", "No supported gpu backend found!")
+_NO_GPU_FOR_LAUNCHER = (r"But your machine only has: \[\]|No supported gpu backend found|"
+                        r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available")
+CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_FOR_LAUNCHER
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")

@@ -62,8 +62,17 @@ SIGNATURES = (
     Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY", unless=PROGRAM_GROWTH,
+    # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
+    Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
+                               r"(?i:cuda runtime error) ?\(2\) ?: ?out of memory", unless=PROGRAM_GROWTH,
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
+              remedies=EXPLAIN_REMEDIES),
+    # Out of GPU memory told in a user's words, with no allocator message pasted: "OOM", "显存不足", "VRAM is full"
+    Signature("out-of-memory", r"\bOOM(s|ed|ing)?\b|显存(不足|不够|溢出|爆|占满)|"
+                               r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
+                               r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
+              unless=PROGRAM_GROWTH,
+              cause="the GPU's memory ran out (told in words): the batch or model does not fit next to what is resident",
               remedies=EXPLAIN_REMEDIES),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")

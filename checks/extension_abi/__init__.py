@@ -110,6 +110,12 @@ SIGNATURES = (
     Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for",
               cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
+    # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
+    # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
+    Signature("extension-other-arch", r"this function is for sm_?\d+, but was built for sm_?\d+",
+              cause="a compiled extension (xformers, or another CUTLASS-based kernel) was built for another GPU architecture "
+                    "than this GPU's",
+              remedies=(REINSTALL_EXTENSION,)),
     # xformers' operator listing when its wheel has no CUDA kernels for this torch ("xFormers wasn't build with CUDA
     # support", as older releases spell it): a CPU or mismatched build of xformers
     Signature("extension-not-loaded", r"xFormers wasn'?t buil[dt] with CUDA support",
