@@ -48,6 +48,12 @@ OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiar
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
 TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
 
+# An import of a package other than torch and its companions, as a paste shows it (a code line, a notebook cell's echo, a
+# `>>>` prompt), or an integration's "Could not import <package>"
+_OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torchaudio|os|sys|typing|__future__)\b)[\w.]+ import\b|"
+                 r"import (?!(torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[a-z_]\w*\s*$)|"
+                 r"Could not import \w+ python package")
+
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
               frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
@@ -84,6 +90,13 @@ SIGNATURES = (
     # moves): the import that failed is that package's, not torch's, which brings its own runtime
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: cannot open shared object file",
               frames=(r"(site|dist)-packages/(?!torch/)[\w.-]+/",), frames_required=True, unless=(r"[/\\]torch[/\\]__init__\.py",),
+              cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
+              remedies=(REINSTALL_EXTENSION,)),
+    # The same without frames, where the paste shows the import that failed and it is another package's ("from awq import
+    # ...", "from core.nn import _C", "Could not import vllm"): torch brings its own CUDA runtime, so a frameless
+    # libcudart error after importing another package is that package's build
+    Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: ?cannot open shared object file",
+              context=(_OTHER_IMPORT,), context_required=True, unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
     # WinError 127 in a private compiled module: it looked up a symbol the loaded torch no longer exports (built for
