@@ -66,9 +66,11 @@ SIGNATURES = (
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
-    Signature("import-fails", r"operator torchvision::\w+ does not exist|No such operator torchvision::\w+", frames=(r"torchvision",),
-              cause="torchvision's C++ ops (_C) did not load: the installed torchvision does not match torch "
-                    "(another release, or a CUDA build beside a CPU-only torch)",
+    # (torchvision.io's image library registers its ops as image::decode_jpeg, image::read_file, ...)
+    Signature("import-fails", r"operator (torchvision|image)::\w+ does not exist|No such operator (torchvision|image)::\w+",
+              frames=(r"torchvision",),
+              cause="torchvision's C++ ops (_C, or its image library) did not load: the installed torchvision does not match "
+                    "torch (another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own compiled module (`_C`) missing: installed from a source tree or its requirements without building
     # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
