@@ -31,9 +31,12 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
 # NaN or inf told in words, and the blank images or empty replies they become (a line of prose, or a printed tensor of
 # nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
 _NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)s?(?![A-Za-z])"  # and the plural: "it still yields nans", "NaNs in the output"
-PROSE_NAN = (r"(?i)\b(solid )?black (image|images|output|outputs|result|results|picture|pictures|video|frames?|screen)\b|"
-             r"\b(image|output|result|picture|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
-             r"(all |total |totally |completely |pure |just |entirely )?black\b|"
+# Blank images told in words: an image model's NaN pixels (an fp16 overflow) become black, the commonest way users see it
+PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
+               r"screen)\b|"
+               r"\b(image|output|result|picture|pic|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
+               r"(all |total |totally |completely |pure |just |entirely )?black\b)")
+PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              r"\bloss\b[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}\bloss\b|\ball[- ]nan\b|NaN detected in latents|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
              r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got)\s+(only\s+|all\s+)?%(nan)s|"
@@ -86,6 +89,18 @@ SIGNATURES = (
               unless=(r"(?i)safety[_ ]checker|\bnsfw\b",),  # the pipeline's safety checker blanks an image on purpose
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN: NaN losses, black images); it was "
                     "trained in bf16 or fp32",
+              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (SDXL: an fp32 "
+                               "VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: `--precision full --no-half`)",
+                               id="bf16-not-fp16"),)),
+    # Black images alone, with no fp16 word beside them: in the image apps' threads nearly always the fp16 overflow (the
+    # apps default to half precision; GTX 16xx cards produce them at any setting), read weaker than with fp16 words
+    # Not diffusers' safety checker, which blanks an image on purpose ("Potential NSFW content was detected ... A black image
+    # will be returned instead"), nor a training run whose loss went NaN (it diverged: the learning rate as often as fp16,
+    # which the signature above reads where fp16 words are near)
+    Signature("fp16-overflow", PROSE_BLACK, unless=(r"(?i)safety[_ ]checker|\bnsfw\b|A black image will be returned instead|"
+                                                    r"\bloss\W{0,3}(=|:|is|of|becomes?|went)?\W{0,3}nan\b",),
+              cause="black images are NaN pixels: the image model most likely overflowed in fp16 (the apps' default precision; "
+                    "GTX 16xx cards do at any setting)",
               remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (SDXL: an fp32 "
                                "VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: `--precision full --no-half`)",
                                id="bf16-not-fp16"),)),
