@@ -78,6 +78,13 @@ SIGNATURES = (
                     "capability 7.0",
               remedies=(Remedy("Run without torch.compile and the library's Triton kernels (eager mode), or on a GPU of compute "
                                "capability 7.0 or newer (a T4 rather than a P100 on Kaggle)", id="no-triton"),)),
+    # Triton's ptxas failing on a Blackwell GPU (RTX 50xx, B200: sm_100/sm_120), which the ptxas that a torch before 2.7's
+    # Triton brings cannot target ("`ptxas` failed with error code 4294967295"; fixed by a cu128 torch and its Triton)
+    Signature("no-kernel-image", r"`?ptxas`? (failed with error code|fatal)",
+              context=(r"RTX ?50[5-9]0|\bsm_?1[02]\d\b|[Bb]lackwell|\bG?B[23]00\b|compute capability 1[02]\.\d",),
+              context_required=True,
+              cause="Triton's ptxas cannot compile for this Blackwell GPU: the torch (and its Triton) predate its architecture",
+              remedies=(WHEEL_FOR_GPU,)),
     # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."
     Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer",
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",

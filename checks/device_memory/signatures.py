@@ -76,7 +76,10 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")
-    Signature("out-of-memory", r"is larger than the maximum number of tokens that can be stored in KV cache",
+    # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing
+    # `gpu_memory_utilization` when initializing the engine.")
+    Signature("out-of-memory", r"is larger than the maximum number of tokens that can be stored in KV cache|"
+                               r"No available memory for the cache blocks",
               cause="the GPU memory left after the weights holds a KV cache shorter than the model's context",
               remedies=(Remedy("Lower `max_model_len` to what fits, raise `gpu_memory_utilization` (if nothing else uses the GPU), or "
                                "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),

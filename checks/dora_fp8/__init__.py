@@ -106,6 +106,14 @@ SIGNATURES = (
               context=(r"(?i)\b(q?lora\w*|peft|adapters?)\b",), context_required=True,
               cause="a LoRA patch reads the base layer's `.weight`, which AWQ/GPTQ packed layers do not have (only qweight)",
               remedies=(ADAPTER_ON_QUANTIZED,)),
+    # FSDP flattening a bitsandbytes 4-bit base: its packed weights are uint8 storage, which FlatParameter refuses ("Cannot
+    # flatten integer dtype tensors"); QLoRA under FSDP needs bnb_4bit_quant_storage set to the compute dtype
+    # (huggingface.co/docs/peft/accelerate/fsdp "Use PEFT QLoRA and FSDP for finetuning large models on multiple GPUs")
+    Signature("adapter-on-quantized-base", r"Cannot flatten integer dtype tensors",
+              cause="FSDP cannot shard the quantized base: bitsandbytes stores its 4-bit weights as uint8 unless told otherwise",
+              remedies=(Remedy("Load the 4-bit base with `bnb_4bit_quant_storage=torch.bfloat16` (the compute dtype) so that FSDP can "
+                               "flatten it, and keep the adapter's parameters in that dtype too", id="bnb-quant-storage"),
+                        ADAPTER_ON_QUANTIZED)),
     # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
               cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",

@@ -67,7 +67,8 @@ SIGNATURES = (
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
     # (torchvision.io's image library registers its ops as image::decode_jpeg, image::read_file, ...)
-    Signature("import-fails", r"operator (torchvision|image)::\w+ does not exist|No such operator (torchvision|image)::\w+",
+    Signature("import-fails", r"operator (torchvision|image)::\w+ does not exist|No such operator (torchvision|image)::\w+|"
+                              r"Could not find the operator (torchvision|image)::\w+",
               frames=(r"torchvision",),
               cause="torchvision's C++ ops (_C, or its image library) did not load: the installed torchvision does not match "
                     "torch (another release, or a CUDA build beside a CPU-only torch)",
@@ -106,6 +107,13 @@ SIGNATURES = (
     Signature("import-fails", r"DLL load failed while importing (?!_C\b)_\w+: The specified procedure could not be found",
               unless=(OTHER_PACKAGES_DLL,),
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's own `_C` (nunchaku's, not torch's: no torch/__init__.py in the traceback) failing with WinError 127 in
+    # any language, or any DLL error, with that package's frame in view
+    Signature("import-fails", r"DLL load failed while importing _C\b",
+              frames=(r"(^|/)(?!torch/)\w[\w.-]*/[\w/.-]+\.py$",), frames_required=True,
+              unless=(r"torch[/\\]+__init__\.py", OTHER_PACKAGES_DLL),
+              cause="a compiled extension's own _C was built against another torch (a wheel for another release or a nightly)",
               remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
