@@ -307,7 +307,7 @@ def summarize(facts: Dict[str, Any]) -> str:
 KEEP_BF16 = Remedy("Keep the weights in bf16 (or fp16) where they meet other dtypes: store in fp8 only what is cast "
                    "before use", id="base-bf16")
 FAST_MODE_OFF = Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an Ada/Hopper GPU",
-                       id="compute-bf16")
+                       id="fp8-fast-off")
 
 SIGNATURES = (
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
@@ -340,7 +340,7 @@ SIGNATURES = (
     Signature("no-fp8-hardware", r"Feature '[^']*e[45]m[23]x2[^']*' requires (PTX ISA \.version|\.target sm_)",
               cause="the GPU compiler refused fp8 conversions: the GPU is below sm_89, or the Triton that ships with this "
                     "torch emits too old a PTX version for them",
-              remedies=(Remedy("Upgrade torch (and the Triton it pins) on an Ada/Hopper GPU, or compute in bf16/fp16", id="compute-bf16"),)),
+              remedies=(Remedy("Upgrade torch (and the Triton it pins) on an Ada/Hopper GPU, or compute in bf16/fp16", id="triton-upgrade"),)),
     Signature("float8-mps", r"Trying to convert Float8_\w+ to the MPS backend",
               cause="Apple's MPS has no float8 dtype: fp8 weights cannot be moved to the Mac's GPU",
               remedies=(Remedy("Load fp8 checkpoints as fp16 on a Mac (ComfyUI `--fp16-unet`, diffusers `torch_dtype=torch.float16`), "

@@ -172,8 +172,6 @@ SIGNATURES = (
                                  r"CUDA_SETUP: WARNING! libcudart\.so not found",
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
               remedies=EXPLAIN_REMEDIES),
-    # bitsandbytes' native library itself not loading (a Linux .so on Windows before 0.43: "[WinError 193] %1 is not a
-    # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open), however the OS words it
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
     # this machine, its bugs included (0.37's NameError on GPUs below compute capability 7.5, fixed in
     # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)
@@ -195,6 +193,8 @@ SIGNATURES = (
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or build bitsandbytes from source for this GPU (CUDA_ARCHS / -DCOMPUTE_CAPABILITY naming its sm)",
                                id="bitsandbytes-from-source"))),
+    # bitsandbytes' native library itself not loading (a Linux .so on Windows before 0.43: "[WinError 193] %1 is not a
+    # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open), however the OS words it
     Signature("quantized-fails", r"(?i)(WinError \d+|cannot open shared object|not a valid Win32|LoadLibrary|No such file)"
                                  r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError)",
               cause="bitsandbytes' native library cannot load here (a build for another OS or CUDA, or a missing file)",

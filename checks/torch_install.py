@@ -291,6 +291,9 @@ INSTALL_TORCH = Remedy("Install torch into the interpreter that runs the script 
 TORCH_CUDA_WHEEL = Remedy("Install a CUDA build of torch (Linux: the PyPI default; Windows: the download.pytorch.org cuXXX index "
                           "for your driver) into the interpreter that runs the script (an app's own venv, for a web UI)",
                           id="torch-cuda-wheel")
+# A machine whose GPU CUDA cannot use (AMD, Intel, Apple) or none: the build for what it has, or the CPU
+NOT_NVIDIA_DEVICE = Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux, ZLUDA or DirectML forks on Windows; Apple: "
+                           "mps) or run on the CPU (a web UI: `--use-cpu all --skip-torch-cuda-test`)", id="build-for-this-gpu")
 REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch==<the installed version>`): files of it are "
                          "missing or come from another build", id="torch-reinstall")
 
@@ -393,8 +396,7 @@ SIGNATURES = (
               context=(_NOT_NVIDIA,), context_required=True,
               cause="this machine has no NVIDIA GPU that CUDA can use (AMD, Intel or Apple): the CUDA start-up test cannot pass",
               confirmed_by=("cuda-compat:no-cuda-device",),
-              remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux, ZLUDA or DirectML forks on Windows; "
-                               "Apple: mps) or run on the CPU (`--use-cpu all --skip-torch-cuda-test`)", id="device-here"),)),
+              remedies=(NOT_NVIDIA_DEVICE,)),
     # The same test told in words (`torch.cuda.is_available()` returns False): both readings, and cuda-compat's third
     Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA,) + CHECKPOINT_SAVED_ON_CUDA,
               cause="torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
@@ -405,8 +407,7 @@ SIGNATURES = (
     Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=CHECKPOINT_SAVED_ON_CUDA,
               cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",
               confirmed_by=("cuda-compat:no-cuda-device",),
-              remedies=(Remedy("Use the build for this GPU (AMD: a ROCm torch on Linux; Apple: mps) or run on the CPU",
-                               id="device-here"),)),
+              remedies=(NOT_NVIDIA_DEVICE,)),
     # Intel GPUs: torch's XPU build asked of a CPU-only one (torch/xpu/__init__.py _lazy_init: "Torch not compiled with XPU
     # enabled"); PyPI's default wheel has no XPU, download.pytorch.org/whl/xpu has
     Signature("cpu-only-torch", r"(?i)Torch not compiled with XPU enabled|%s" % unavailable("xpu"),

@@ -63,3 +63,22 @@ def test_every_remedy_is_an_action_and_its_commands_are_built_from_it(name: str,
             installs = remedy.action.get("install", []) + remedy.action.get("upgrade", [])
             if env.torch and installs and "torch" not in {requirement_name(r) for r in installs} and not remedy.action.get("no_deps"):
                 assert remedy.action.get("constraints") == ["torch==%s" % env.torch], remedy  # torch is pinned
+
+
+# One action, told two ways on purpose: the same id, so that the live finding's exact command replaces either.
+TOLD_TWO_WAYS = {
+    ("apex", "apex-uninstall"): "the PyPI impostor, and NVIDIA apex under transformers' T5 norm swap",
+    ("distributed", "nccl-p2p-disable"): "peer-to-peer off as the test that confirms a transport fault, and as the fix",
+}
+
+
+def test_each_explain_remedy_of_a_check_has_one_wording() -> None:
+    """A remedy id names one action: within one check's signatures it is written once (a constant) and called, so
+    that explain never tells the same step in two wordings, except the pairs above."""
+    for check in CHECKS.values():
+        wordings: dict = {}
+        for signature in check.signatures:
+            for remedy in signature.remedies:
+                wordings.setdefault(remedy.id, set()).add(remedy.summary)
+        told_twice = {rid for rid, summaries in wordings.items() if len(summaries) > 1}
+        assert told_twice == {rid for cid, rid in TOLD_TWO_WAYS if cid == check.id}, (check.id, told_twice)

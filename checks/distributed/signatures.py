@@ -30,6 +30,10 @@ AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 P2P_OFF_CONFIRMS = env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
                               {"NCCL_P2P_DISABLE": "1"})
 
+# ... and one in the network between the nodes goes away with InfiniBand off
+IB_OFF_CONFIRMS = env_remedy("Confirm a network fault by taking InfiniBand out of the picture: NCCL_IB_DISABLE=1 on every node "
+                             "(TCP sockets)", "ib-disable", {"NCCL_IB_DISABLE": "1"})
+
 SHM_REMEDIES = (
     Remedy("Give the container more shared memory: `docker run --shm-size=16g` or `--ipc=host` (Kubernetes: an emptyDir "
            "with medium: Memory at /dev/shm)", id="shm-size"),
@@ -63,8 +67,7 @@ SIGNATURES = (
               cause="a rank's peer went away mid-collective: its process exited (read that rank's own error first) or the "
                     "network between the nodes failed (InfiniBand or a switch on one node)",
               remedies=(CONFIRM_ACROSS_RANKS,
-                        env_remedy("Confirm a network fault: NCCL_IB_DISABLE=1 on every node (TCP sockets instead of InfiniBand)",
-                                   "ib-disable", {"NCCL_IB_DISABLE": "1"}))),
+                        IB_OFF_CONFIRMS)),
     # torch's Windows and macOS builds have no NCCL (torch.distributed's documentation: NCCL on Linux only; gloo elsewhere)
     Signature("no-nccl", r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is not available|"
                          r"NCCL backend is not available",
@@ -94,8 +97,7 @@ SIGNATURES = (
               across_ranks=True,
               cause="NCCL's InfiniBand/RoCE transport fails between the nodes: InfiniBand missing or down on a node, "
                     "or the nodes' HCAs cannot reach each other (GID index, switches)",
-              remedies=(env_remedy("Confirm by taking InfiniBand out of the picture: NCCL_IB_DISABLE=1 on every node (TCP sockets)",
-                                   "ib-disable", {"NCCL_IB_DISABLE": "1"}),
+              remedies=(IB_OFF_CONFIRMS,
                         CONFIRM_ACROSS_RANKS)),
     Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
                                r"Socket creation failed ?: Address family not supported|"

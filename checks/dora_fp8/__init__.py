@@ -43,7 +43,8 @@ EXPLAIN_REMEDIES = (
 )
 
 # A quantized base's packed weights (GPTQ, AWQ, QLoRA's 4-bit) cannot take a LoRA delta: merge where they are whole
-MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original unquantized model (bf16/fp16), then quantize the merged model "
+MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original model loaded unquantized (bf16/fp16: `from_pretrained(..., "
+                           "torch_dtype=torch.bfloat16)` without `load_in_4bit`/`load_in_8bit`), then quantize the merged model "
                            "again if needed; or serve the adapter unmerged", id="merge-unquantized")
 
 # The same family told by structure, not by one library's words: a failure raised in, or pointed at, peft's adapter
@@ -87,9 +88,7 @@ SIGNATURES = (
     # model is loaded in 8-bit mode" (its check covered 4-bit too; github.com/artidoro/qlora/issues/29)
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is loaded in (8|4)-bit mode",
               cause="peft cannot merge the adapter into a base loaded in 4/8-bit by bitsandbytes",
-              remedies=(Remedy("Merge into the base loaded unquantized (fp16/bf16: `from_pretrained(..., torch_dtype=torch.bfloat16)` "
-                               "without `load_in_4bit`/`load_in_8bit`), then quantize the merged model if needed; or keep the "
-                               "adapter separate", id="merge-unquantized"),
+              remedies=(MERGE_UNQUANTIZED,
                         Remedy("Or upgrade peft (0.7+ dequantizes 4/8-bit bases to merge)", id="peft-upgrade"))),
     # The trainers' own refusals to merge into a quantized base: LLaMA-Factory's export ("Cannot merge adapters to a
     # quantized model."), ms-swift's ("... is a quantized model and does not support merge-lora")

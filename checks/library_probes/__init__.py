@@ -46,6 +46,11 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
 PROSE_FP16 = (r"(?i)\bfp16\b|float16|\bhalf\b|--no-half|no_half|\.half\(\)|16-mixed|\bamp\b|fp16-fix|mixed.precision|\bsdxl\b|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
+# What `explain` says of an fp16 overflow, however it showed
+BF16_NOT_FP16 = Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
+                       "torch.bfloat16`; SDXL: an fp32 VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: "
+                       "`--precision full --no-half`)", id="bf16-not-fp16")
+
 SIGNATURES = (
     Signature("fp16-fails", r"(?<!\w)\"?\w{1,80}\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
@@ -70,9 +75,7 @@ SIGNATURES = (
               context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
                        r"\(images \* 255\)\.round\(\)\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
-              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
-                               "torch.bfloat16`; SDXL: an fp32 VAE or madebyollin/sdxl-vae-fp16-fix, `--no-half-vae`)",
-                               id="bf16-not-fp16"),)),
+              remedies=(BF16_NOT_FP16,)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
     # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."
     Signature("fp16-overflow", r"A tensor with all NaNs was produced in (VAE|Unet)",
@@ -89,21 +92,17 @@ SIGNATURES = (
               unless=(r"(?i)safety[_ ]checker|\bnsfw\b",),  # the pipeline's safety checker blanks an image on purpose
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN: NaN losses, black images); it was "
                     "trained in bf16 or fp32",
-              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (SDXL: an fp32 "
-                               "VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: `--precision full --no-half`)",
-                               id="bf16-not-fp16"),)),
+              remedies=(BF16_NOT_FP16,)),
     # Black images alone, with no fp16 word beside them: in the image apps' threads nearly always the fp16 overflow (the
-    # apps default to half precision; GTX 16xx cards produce them at any setting), read weaker than with fp16 words
-    # Not diffusers' safety checker, which blanks an image on purpose ("Potential NSFW content was detected ... A black image
+    # apps default to half precision; GTX 16xx cards produce them at any setting), read weaker than with fp16 words. Not
+    # diffusers' safety checker, which blanks an image on purpose ("Potential NSFW content was detected ... A black image
     # will be returned instead"), nor a training run whose loss went NaN (it diverged: the learning rate as often as fp16,
     # which the signature above reads where fp16 words are near)
     Signature("fp16-overflow", PROSE_BLACK, unless=(r"(?i)safety[_ ]checker|\bnsfw\b|A black image will be returned instead|"
                                                     r"\bloss\W{0,3}(=|:|is|of|becomes?|went)?\W{0,3}nan\b",),
               cause="black images are NaN pixels: the image model most likely overflowed in fp16 (the apps' default precision; "
                     "GTX 16xx cards do at any setting)",
-              remedies=(Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (SDXL: an fp32 "
-                               "VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: `--precision full --no-half`)",
-                               id="bf16-not-fp16"),)),
+              remedies=(BF16_NOT_FP16,)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),
