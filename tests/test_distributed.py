@@ -431,6 +431,19 @@ def test_a_straggler_is_named_against_the_fastest_rank() -> None:
     assert "straggler" not in judged([summary(0, "a", compute_s=0.05), summary(1, "a", compute_s=0.12)])["findings"]  # noise, not a straggler
 
 
+def test_ranks_on_the_cpu_of_one_host_are_not_stragglers_of_each_other() -> None:
+    """Two CPU ranks on one loaded host take turns on its cores (seen in this suite on 2 cores: rank 0 at 3x rank 1's time);
+    a host whose CPU ranks are all far slower than another host's is still named, with the host's remedy."""
+    cpu = {"gpu": None}
+    assert "straggler" not in judged([summary(0, "vm", compute_s=0.9, **cpu), summary(1, "vm", compute_s=0.1, **cpu)])["findings"]
+    job = judged([summary(0, "a", compute_s=0.1, **cpu), summary(1, "a", compute_s=0.2, **cpu),
+                  summary(2, "b", compute_s=0.9, **cpu), summary(3, "b", compute_s=1.1, **cpu)])
+    finding = job["findings"]["straggler"]
+    assert finding.title == "ranks 2-3 on b are much slower than the others on the same work"
+    assert [r.id for r in finding.remedies] == ["straggler-host"]
+    assert "rank 2 on b: 0.900 s (fastest 0.100 s, by host: ranks on the CPU)" in finding.evidence
+
+
 def test_the_same_everywhere_is_said_once() -> None:
     job = judged([summary(r, "node-a") for r in range(4)])
     assert job["findings"] == {} and job["status"] is Status.OK

@@ -223,19 +223,43 @@ def _ops_text(collectives: Sequence[Dict[str, Any]]) -> str:
     return ", ".join(ops) + (" in " + ", ".join(dtypes) if dtypes else "")
 
 
-def _stragglers(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
-    timed = [s for s in summaries if isinstance(s.get("compute_s"), (int, float))]
-    if len(timed) < 2:
+def _slower(paces: Dict[Any, float]) -> List[Any]:
+    """The keys whose pace is far behind the fastest: by STRAGGLER_FACTOR, and by STRAGGLER_MIN_S."""
+    if len(paces) < 2:
         return []
-    fastest = min(s["compute_s"] for s in timed)
-    slow = [s for s in timed if s["compute_s"] > fastest * STRAGGLER_FACTOR and s["compute_s"] - fastest > STRAGGLER_MIN_S]
+    fastest = min(paces.values())
+    return [k for k, pace in paces.items() if pace > fastest * STRAGGLER_FACTOR and pace - fastest > STRAGGLER_MIN_S]
+
+
+def _stragglers(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
+    """Ranks far slower than the others on the same fixed work. A rank with its own GPU is compared with the other GPU
+    ranks; ranks computing on the CPU share their host's cores, so comparing them with each other measures the
+    scheduler: a host's CPU ranks go by their best pace, against the other hosts'."""
+    timed = [s for s in summaries if isinstance(s.get("compute_s"), (int, float))]
+    on_gpu = {s["rank"]: s["compute_s"] for s in timed if s.get("gpu")}
+    hosts: Dict[Any, float] = {}
+    for s in timed:
+        if not s.get("gpu"):
+            hosts[s.get("host")] = min(hosts.get(s.get("host"), s["compute_s"]), s["compute_s"])
+    slow_ranks = set(_slower(on_gpu))
+    slow_hosts = set(_slower(hosts))
+    slow = [s for s in timed if s["rank"] in slow_ranks or (not s.get("gpu") and s.get("host") in slow_hosts)]
     if not slow:
         return []
+    fastest = {True: min(on_gpu.values(), default=0.0), False: min(hosts.values(), default=0.0)}
+    remedies = []
+    if any(s.get("gpu") for s in slow):
+        remedies.append(Remedy("Look at those GPUs' clocks, temperature and other processes (nvidia-smi -q -d PERFORMANCE,CLOCK)",
+                               kind="manual", id="straggler"))
+    if not all(s.get("gpu") for s in slow):
+        remedies.append(Remedy("Look at that host's other processes and CPU frequency (top; its cpufreq governor), and how "
+                               "many ranks share its cores", kind="manual", id="straggler-host"))
     return [Finding(ID, "straggler", Severity.WARNING, "%s %s much slower than the others on the same work"
                     % (where(slow), "is" if len(slow) == 1 else "are"),
-                    tuple("%s: %.3f s (fastest %.3f s)" % (where([s]), s["compute_s"], fastest) for s in slow),
-                    (Remedy("Look at those GPUs' clocks, temperature and other processes (nvidia-smi -q -d PERFORMANCE,CLOCK)",
-                            kind="manual", id="straggler"),), {"ranks": [s["rank"] for s in slow]})]
+                    tuple("%s: %.3f s (fastest %.3f s%s)" % (where([s]), s["compute_s"], fastest[bool(s.get("gpu"))],
+                                                            "" if s.get("gpu") else ", by host: ranks on the CPU")
+                          for s in slow),
+                    tuple(remedies), {"ranks": [s["rank"] for s in slow]})]
 
 
 def _checks(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
