@@ -83,10 +83,9 @@ def training_log(path: Path, size: int = 10 * 2**20) -> Path:
     return path
 
 
-def explain_pairs() -> list:
+def explain_pairs(folder: Path) -> list:
     """The 10 MB log against the same command on the bare traceback (explain's own start-up: the
     command line, the twelve checks' signatures) and against `envdoctor --version`."""
-    folder = Path(tempfile.mkdtemp(prefix="envdoctor-bench-"))
     log = training_log(folder / "train.log")
     bare = folder / "traceback.txt"
     bare.write_text(TRACEBACK_004, encoding="utf-8")
@@ -179,6 +178,11 @@ def measure_library_runs(python: str, runs: int) -> float:
 
 
 def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="envdoctor-bench-") as folder:  # the 10 MB logs go with it
+        return measure_all(Path(folder))
+
+
+def measure_all(folder: Path) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -189,9 +193,9 @@ def main() -> int:
     args = parser.parse_args()
 
     rows = []
-    pairs = list(PAIRS) + explain_pairs() + (library_pairs(args.libs_python) if args.libs_python else [])
+    pairs = list(PAIRS) + explain_pairs(folder) + (library_pairs(args.libs_python) if args.libs_python else [])
     if args.old_torch_python:
-        config = Path(tempfile.mkdtemp(prefix="envdoctor-bench-")) / "train.yaml"
+        config = folder / "train.yaml"
         config.write_text(SEED_004, encoding="utf-8")
         pairs += seed_pairs(args.old_torch_python, config)
     if args.only:
