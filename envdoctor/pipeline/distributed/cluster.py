@@ -181,17 +181,15 @@ def _collectives(summaries: Sequence[Dict[str, Any]]) -> List[Finding]:
         evidence = tuple("%s: %s on %s: %s" % (where(_unique([s for s, _ in same])), _ops_text([c for _, c in same]),
                                                ", ".join(sorted({str(c.get("device")) for _, c in same})), error)
                          for error, same in list(by_error.items())[:12])
+        title = "%s collectives %s on %s (%s)" % (backend, "return wrong data" if kind == "wrong" else "fail", ranks_text(ranks), ops)
         if kind == "wrong":
             remedies: Tuple[Remedy, ...] = (env_remedy("Disable NCCL's peer-to-peer copies (consumer GPUs without working P2P return "
                                                        "wrong data through them)", "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}),)
-            title = "%s collectives return wrong data on %s (%s)" % (backend, ranks_text(ranks), ops)
         elif any("Duplicate GPU detected" in error for error in by_error):  # NCCL's own words for ranks sharing a GPU
             remedies = (ONE_GPU_PER_RANK,)
         else:
             remedies = (Remedy("Run with NCCL_DEBUG=INFO and read the transport NCCL picked on these ranks", kind="manual",
                                id="nccl-debug"),)
-        if kind != "wrong":
-            title = "%s collectives fail on %s (%s)" % (backend, ranks_text(ranks), ops)
         found.append(Finding(ID, "collective-%s" % kind, Severity.ERROR, title, evidence, remedies, {"backend": backend, "ranks": ranks}))
     return found
 
