@@ -32,6 +32,10 @@ def max_rel_err(torch: Any, out: Any, ref: Any) -> float:
 def synchronize(torch: Any, device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize(device)
+        # A kernel that never launched (no kernel image for this GPU) leaves its error pending, and a synchronize
+        # does not report it: torch's own next launch check does. Launch one here, so that an extension which does
+        # not check its launches (apex built for sm_80 alone, run on an H200) fails in its own op, not in the next.
+        torch.ones(1, device=device).add_(1)
     elif device == "mps":  # reached only where torch.backends.mps.is_available(): nothing MPS-only runs elsewhere
         torch.mps.synchronize()
 
