@@ -234,9 +234,9 @@ def test_dtype_mixes_matter_most_when_transformers_routes_t5(transformers: Dict[
 def test_same_dtype_failures_call_for_a_rebuild() -> None:
     facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
     facts["transformers"] = {"version": None, "found": False}
-    no_kernel = "CUDA error: no kernel image is available for execution on the device"
+    illegal = "CUDA error: an illegal memory access was encountered"
     for op in facts["ops"]:
-        op.update(ok=False, error=no_kernel, error_type="RuntimeError", max_rel_err=None)
+        op.update(ok=False, error=illegal, error_type="RuntimeError", max_rel_err=None)
     finding = by_code(judge(CHECK, facts))["apex-fused-norm-fails"]
     assert finding.severity is Severity.ERROR
     assert "FusedLayerNorm in 9 of 9" in finding.title
@@ -244,6 +244,23 @@ def test_same_dtype_failures_call_for_a_rebuild() -> None:
     assert build.commands[0] == "/opt/conda/bin/python -m pip uninstall -y apex"
     assert "nvcc 12.1" in build.summary
     assert "apex-norm-same-dtype" not in [r.id for r in finding.remedies]  # nothing mixed here
+
+
+@pytest.mark.parametrize("error", ["CUDA error: no kernel image is available for execution on the device",
+                                   "CUDA error: invalid device function"])
+def test_kernels_without_code_for_this_gpu_are_built_for_it(error: str) -> None:
+    """Both wordings of a kernel with no code for the GPU (the H200 recording is in test_recorded_gpus): the
+    rebuild names the A100's sm_80, and the launch failures are not told again as dtype failures."""
+    facts = handwritten("apex-a100-seed-002-fused-rmsnorm-dtype-mix.json")
+    for op in facts["ops"]:
+        op.update(ok=False, error=error, error_type="RuntimeError", max_rel_err=None)
+    findings = by_code(judge(CHECK, facts))
+    assert "apex-fused-norm-fails" not in findings
+    finding = findings["apex-wrong-arch"]
+    assert finding.severity is Severity.ERROR and "sm_80" in finding.title
+    assert finding.subject["capabilities"] == ["8.0"]
+    build = remedy(finding, "apex-build-from-source")
+    assert build.commands[-1].startswith("TORCH_CUDA_ARCH_LIST=8.0 APEX_CPP_EXT=1 APEX_CUDA_EXT=1 /opt/conda/bin/python -m pip install")
 
 
 def test_wrong_numbers_are_an_error() -> None:
@@ -534,3 +551,31 @@ def test_fused_norms_on_a_real_gpu() -> None:
     same = [o for o in facts["ops"] if o["dtype"] == o["weight_dtype"] and o["dtype"] != "bfloat16"]
     assert all(o["ok"] for o in same), [o for o in same if not o["ok"]]
     print(CHECK.summarize(facts), file=sys.stderr)
+
+
+def test_a_kernel_that_never_launched_fails_in_its_own_op() -> None:
+    """A kernel launch that fails (no kernel image for the GPU) leaves its error pending: a synchronize does not
+    report it, torch's next launch check does. Seen on an H200 with apex built for sm_80 (record_apex_gpu.sh): the
+    probe's fused norms passed and the next op raised. run_op now launches a check of its own, so the error is the
+    op's. The GPU is faked here, as little as that takes: synchronize succeeds, torch's next launch raises."""
+    from envdoctor.target.probekit.ops import run_op
+
+    pending = "CUDA error: no kernel image is available for execution on the device"
+    launched: List[str] = []
+
+    class Cuda:
+        @staticmethod
+        def synchronize(device: str) -> None:
+            launched.append("synchronize %s" % device)
+
+    class Torch:
+        cuda = Cuda
+
+        @staticmethod
+        def ones(n: int, device: str) -> Any:
+            launched.append("ones on %s" % device)
+            raise RuntimeError(pending)
+
+    fact = run_op(Torch, "FusedRMSNorm", "cuda:0", "float16", lambda: object(), weight_dtype="float16")
+    assert launched == ["synchronize cuda:0", "ones on cuda:0"]
+    assert (fact["ok"], fact["error"], fact["error_type"]) == (False, pending, "RuntimeError")

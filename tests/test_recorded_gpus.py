@@ -19,7 +19,7 @@ from envdoctor.pipeline.explain.reader import read_text
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
-             "h100-torch-2.11.0-cu130.json"]
+             "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json"]
 HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
@@ -119,6 +119,78 @@ def test_a_python_only_apex_fails_its_fused_norms_on_the_gpu_and_is_told_to_rebu
     assert finding["code"] == "apex-no-cuda-extensions" and finding["severity"] == "error"
     assert any("FusedRMSNorm(8) raises ModuleNotFoundError: No module named 'fused_layer_norm_cuda'" in e for e in finding["evidence"])
     assert [r["id"] for r in finding["remedies"]][:1] == ["apex-build-from-source"]
+
+
+def test_real_apex_kernels_on_sm90_run_each_dtype_and_refuse_seed_002s_mix() -> None:
+    """NVIDIA apex 6424da3 built on the H200 with its CUDA extensions for sm_90 (tests/fixtures/record_apex_gpu.sh):
+    the fused norms run in fp32, fp16 and bf16 within each dtype's rounding, and every pair whose input and weight
+    dtypes differ fails in the kernel with seed 002's message: a warning with the same-dtype remedy, no rebuild."""
+    check = checks_of("h200-apex-sm90-cuda-ext.json")["apex"]
+    ops = check["facts"]["ops"]
+    same = [o for o in ops if o["dtype"] == o["weight_dtype"]]
+    assert len(ops) == 18 and len(same) == 6 and all(o["ok"] and o["max_rel_err"] is not None for o in same)
+    mixed = {(o["dtype"], o["weight_dtype"]): o["error"] for o in ops if o not in same}
+    assert len(mixed) == 6 and not any(o["ok"] for o in ops if o not in same)
+    assert mixed[("float32", "float16")] == "expected scalar type Float but found Half"  # seed 002, on real kernels
+    findings = {f["code"]: f for f in check["findings"]}
+    assert set(findings) == {"apex-fused-norm-fails", "apex-no-amp"}
+    assert findings["apex-fused-norm-fails"]["severity"] == "warning"
+    assert [r["id"] for r in findings["apex-fused-norm-fails"]["remedies"]] == ["apex-norm-same-dtype", "apex-uninstall"]
+
+
+def test_apex_built_for_another_gpu_is_named_and_rebuilt_for_this_one() -> None:
+    """The same apex built for sm_80 alone (no PTX) and run on the H200: its kernels never launch. Recorded after
+    the probe's launch check: before it, the fp32 runs came back as garbage (relative error 1.0) and the fp16 and bf16
+    ones passed until the next torch op raised the pending error, as in the measured log below."""
+    report = load_fixture("h200-apex-sm80-only.json")
+    facts = checks_of("h200-apex-sm80-only.json")["apex"]["facts"]
+    same = [o for o in facts["ops"] if o["dtype"] == o["weight_dtype"]]
+    assert {o["error"] for o in same} == {"CUDA error: no kernel image is available for execution on the device"}
+    findings = {f.code: f for f in CHECKS["apex"].judge(facts, env_of(report))}
+    assert set(findings) == {"apex-wrong-arch", "apex-fused-norm-fails", "apex-no-amp"}
+    arch = findings["apex-wrong-arch"]
+    assert arch.severity.value == "error" and "cuda:0 (NVIDIA H200, sm_90)" in arch.title
+    assert any("no sm_90 code" in e for e in arch.evidence)
+    build = arch.remedies[0]
+    assert build.id == "apex-build-from-source" and "for sm_90" in build.summary
+    assert build.commands[-1].startswith("TORCH_CUDA_ARCH_LIST=9.0 APEX_CPP_EXT=1 APEX_CUDA_EXT=1 ")
+    assert build.action["build_from_source"]["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0"
+    assert arch.remedies[1].commands[0].startswith("TORCH_CUDA_ARCH_LIST=9.0 ")
+    # the dtype pairs still fail as on any build, and are told apart from the launch failures
+    norm = findings["apex-fused-norm-fails"]
+    assert norm.severity.value == "warning" and "in 6 of 9" in norm.title
+
+
+def test_explain_names_apex_for_a_no_kernel_image_error_that_shows_no_apex() -> None:
+    """What the user's script printed with that apex on the H200 (tests/fixtures/measurements): the error surfaces at
+    the next torch op, with no apex frame in it. The text reads as a torch without code for the GPU; apex's live
+    finding says it is apex."""
+    from envdoctor.pipeline.explain.confirm import apply_verdicts
+    from envdoctor.target.model import report_from_dict
+
+    text = (FIXTURES / "measurements" / "h200-apex-sm80-fused-rms-fp16.log").read_text()
+    checks = [c.check for c in load_checks(plugins=False)[0]]
+    diagnoses = match(read_text(text), checks).diagnoses
+    assert (diagnoses[0].check, diagnoses[0].code) == ("cuda-compat", "no-kernel-image")
+    assert "apex:apex-wrong-arch" in diagnoses[0].signature.confirmed_by
+    report = report_from_dict(load_fixture("h200-apex-sm80-only.json"))
+    for result in report.checks:  # recorded before apex-wrong-arch existed: today's rules on the recorded facts
+        result.findings = CHECKS[result.id].judge(result.facts, report.target)
+    apply_verdicts(diagnoses, report)
+    assert diagnoses[0].confirmed is True
+    assert diagnoses[0].confirmation.startswith("confirmed here: apex's CUDA kernels were built for another GPU")
+    assert diagnoses[0].remedies[0].id == "apex-build-from-source"
+    # on the healthy sm_90 build nothing witnesses it, and cuda-compat was not probed in that run
+    diagnoses = match(read_text(text), checks).diagnoses
+    apply_verdicts(diagnoses, report_from_dict(load_fixture("h200-apex-sm90-cuda-ext.json")))
+    assert diagnoses[0].confirmed is None
+
+
+def test_seed_002_on_real_apex_kernels_is_read_as_apex() -> None:
+    text = (FIXTURES / "measurements" / "h200-apex-fused-rms-fp32-input-fp16-weight.log").read_text()
+    checks = [c.check for c in load_checks(plugins=False)[0]]
+    diagnoses = match(read_text(text), checks).diagnoses
+    assert (diagnoses[0].check, diagnoses[0].code) == ("apex", "apex-fused-norm-fails")
 
 
 # ---- check --distributed on the H100 (one GPU: NCCL really runs)

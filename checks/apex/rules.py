@@ -4,6 +4,7 @@ own process and tested on snapshots recorded from real machines."""
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.target.model import Finding, Remedy, Severity, Target
@@ -142,8 +143,10 @@ def _uninstall_remedy(facts: Dict[str, Any], env: Target, why: str) -> Remedy:
     return Remedy("%s: no pip record owns it, so delete %s by hand" % (why, where), id="apex-remove-folder")
 
 
-def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first: bool = False) -> Tuple[Remedy, ...]:
-    """NVIDIA apex from a source checkout, against the installed torch (docs/facts.md §5 "Install")."""
+def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first: bool = False,
+                   arch_list: Optional[str] = None) -> Tuple[Remedy, ...]:
+    """NVIDIA apex from a source checkout, against the installed torch (docs/facts.md §5 "Install"); with
+    `arch_list`, for those GPU architectures (TORCH_CUDA_ARCH_LIST, read by torch's BuildExtension)."""
     cuda = facts.get("torch_cuda")
     torch_version = facts.get("torch")
     if torch_version is None:
@@ -156,7 +159,12 @@ def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first
                  % torch_version)
     else:
         needs = "needs nvcc %s (= torch.version.cuda of torch %s; setup.py refuses another version)" % (cuda, torch_version)
-    env_form = "APEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % pip_command(env.python, "install", "-v", "--no-build-isolation", ".", installer=env.installer)
+    build_env = {"APEX_CPP_EXT": "1", "APEX_CUDA_EXT": "1"}
+    arch = "TORCH_CUDA_ARCH_LIST=%s " % shlex.quote(arch_list) if arch_list else ""
+    if arch_list:
+        build_env = {"TORCH_CUDA_ARCH_LIST": arch_list, **build_env}
+    env_form = "%sAPEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % (
+        arch, pip_command(env.python, "install", "-v", "--no-build-isolation", ".", installer=env.installer))
     steps: Tuple[str, ...] = (pip_command(env.python, "uninstall", "-y", "apex", installer=env.installer),) if uninstall_first else ()
     steps += ("git clone %s" % NVIDIA_REPO, "cd apex", env_form)
     pip_version = release_tuple(facts.get("pip"))
@@ -172,21 +180,23 @@ def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first
     else:
         flags = ('--global-option="--cpp_ext"', '--global-option="--cuda_ext"')
         flag_note = "pip %s < 23.1" % facts.get("pip")
-    flag_form = pip_command(env.python, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation",
+    flag_form = arch + pip_command(env.python, "install", "-v", "--disable-pip-version-check", "--no-cache-dir", "--no-build-isolation",
                             *flags, "./", installer=env.installer)
     return (
         Remedy("%s: build NVIDIA apex from its source with the C++ and CUDA extensions, into this interpreter "
                "(NVIDIA apex is not on PyPI: the index's `apex` is the web toolkit); %s" % (why, needs),
                kind="manual", commands=steps, id="apex-build-from-source",
-               action={"build_from_source": {"repo": NVIDIA_REPO, "env": {"APEX_CPP_EXT": "1", "APEX_CUDA_EXT": "1"},
+               action={"build_from_source": {"repo": NVIDIA_REPO, "env": build_env,
                                              "uninstall_first": uninstall_first}}),
         Remedy("The same build with command-line flags (%s), from inside the apex checkout" % flag_note,
                kind="manual", commands=(flag_form,), id="apex-build-from-source-flags"),
     )
 
 
-def _rebuild_or_remove(facts: Dict[str, Any], env: Target, why_build: str, why_uninstall: str) -> Tuple[Remedy, ...]:
-    return (*build_remedies(facts, env, why_build, uninstall_first=True), _uninstall_remedy(facts, env, why_uninstall))
+def _rebuild_or_remove(facts: Dict[str, Any], env: Target, why_build: str, why_uninstall: str,
+                       arch_list: Optional[str] = None) -> Tuple[Remedy, ...]:
+    return (*build_remedies(facts, env, why_build, uninstall_first=True, arch_list=arch_list),
+            _uninstall_remedy(facts, env, why_uninstall))
 
 
 def _impostor(facts: Dict[str, Any], env: Target, evidence: List[str], nvidia: List[str]) -> Finding:
@@ -229,7 +239,46 @@ def _extension_failure(error: str, ext_errors: Sequence[Tuple[str, str]]) -> boo
 
 def _norm_failures(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
     ext_errors = _extension_errors(facts)
-    return [o for o in facts.get("ops") or () if not o.get("ok") and not _extension_failure(o.get("error") or "", ext_errors)]
+    return [o for o in facts.get("ops") or () if not o.get("ok") and not _extension_failure(o.get("error") or "", ext_errors)
+            and not _NO_KERNEL_RE.search(o.get("error") or "")]
+
+
+# A kernel with no code for the GPU it is launched on: cudaErrorNoKernelImageForDevice (209), and the older
+# cudaErrorInvalidDeviceFunction (98) wording (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)
+_NO_KERNEL_RE = re.compile(r"no kernel image is available for execution on the device|invalid device function")
+
+
+def _wrong_arch(facts: Dict[str, Any], env: Target, route: Dict[str, Any]) -> List[Finding]:
+    """apex's kernels compiled for other GPUs than these: each fused norm fails to launch (recorded on an H200
+    with apex built for sm_80 alone: no kernel image, and before envdoctor checked launches, garbage outputs)."""
+    hit = [o for o in facts.get("ops") or () if not o.get("ok") and _NO_KERNEL_RE.search(o.get("error") or "")]
+    if not hit:
+        return []
+    devices = sorted({o["device"] for o in hit})
+    caps = sorted({d["capability"] for d in facts.get("devices") or () if d.get("id") in devices and d.get("capability")},
+                  key=release_tuple)
+    sms = ", ".join("sm_%s" % c.replace(".", "") for c in caps) or "this GPU's architecture"
+    evidence = ["%d of %d fused-norm runs on %s fail: %s" % (
+        len(hit), len(facts.get("ops") or ()), ", ".join(_device_name(facts, d) for d in devices), hit[0].get("error"))]
+    origins = [e["origin"] for e in facts.get("extensions") or () if e.get("name") == NORM_EXTENSION and e.get("origin")]
+    evidence.append("%s%s imports, so it was built for this torch; but apex compiles its kernels only for the GPU "
+                    "architectures in TORCH_CUDA_ARCH_LIST at build time (apex's setup.py picks a default list where the "
+                    "build machine shows no GPU), and this build holds no %s code and no PTX the driver could compile "
+                    "for it: it was built on or for another GPU" % (NORM_EXTENSION, " (%s)" % origins[0] if origins else "", sms))
+    if route.get("routed"):
+        evidence.append(_routing_line(route))
+    arch_list = ";".join(caps) or None
+    return [Finding(
+        ID, "apex-wrong-arch", Severity.ERROR,
+        "apex's CUDA kernels were built for another GPU: its fused norms do not run on %s" % ", ".join(
+            _device_name(facts, d) for d in devices),
+        tuple(evidence),
+        _rebuild_or_remove(facts, env, "Rebuild apex on this machine for %s" % sms,
+                           "Or uninstall apex if nothing here needs it (transformers falls back to its own norms)",
+                           arch_list=arch_list),
+        {"package": "apex", "version": (facts.get("distribution") or {}).get("version"), "devices": devices,
+         "capabilities": caps},
+    )]
 
 
 def _construct_lines(facts: Dict[str, Any], errors: Optional[Sequence[str]] = None) -> List[str]:
@@ -420,6 +469,7 @@ def _nvidia(facts: Dict[str, Any], env: Target) -> List[Finding]:
                 " and transformers still routes %s through them" % ", ".join(route["models"]) if routed else ""),
             tuple(evidence), remedies, dict(subject, missing=[NORM_EXTENSION] if cuda_found else list(CUDA_EXTENSIONS)),
         ))
+    findings.extend(_wrong_arch(facts, env, route))
     findings.extend(_fused_findings(facts, env, route))
     if facts.get("fused_ops") == "no CUDA device":
         findings.append(Finding(

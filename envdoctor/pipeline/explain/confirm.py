@@ -67,8 +67,12 @@ def _related(fact: Dict[str, Any], diagnosis: Diagnosis) -> int:
     return 2 if set(inv.dtypes) <= set(_dtypes_of(fact)) and inv.dtypes else 1
 
 
-def _live_remedies(result: CheckResult, code: str) -> Tuple[Remedy, ...]:
-    findings = [f for f in result.findings if f.severity.rank >= Severity.WARNING.rank]
+def _live_remedies(result: Optional[CheckResult], code: str, only_code: bool = False) -> Tuple[Remedy, ...]:
+    """The live findings' remedies, this code's first; `only_code`: this code's alone (where another check's
+    finding witnessed the reading, the own check's other warnings are another matter)."""
+    if result is None:
+        return ()
+    findings = [f for f in result.findings if f.severity.rank >= Severity.WARNING.rank and (f.code == code or not only_code)]
     findings.sort(key=lambda f: f.code != code)
     return tuple(r for f in findings for r in f.remedies)
 
@@ -79,13 +83,14 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     ones (the real model code) may confirm it, another diagnosis's probe may not."""
     own = next((r for r in results if r.id == diagnosis.check), None)
     torch = environment.get("torch") or "no torch"
+    witness = _witness(diagnosis, results)
+    if witness is not None:  # the witness's remedies are the exact ones for this machine (cuda-compat's wheel)
+        return Verdict(True, "confirmed here: %s" % witness.title,
+                       tuple(witness.remedies) + _live_remedies(own, diagnosis.code, only_code=True))
+    live = _live_remedies(own, diagnosis.code)
     if own is None or own.status in (Status.SKIPPED, Status.CRASHED, Status.TIMEOUT):
         why = (own.summary or own.status.value) if own else "not run"
         return Verdict(None, "could not be probed here (%s)" % why)
-    live = _live_remedies(own, diagnosis.code)
-    witness = _witness(diagnosis, results)
-    if witness is not None:  # the witness's remedies are the exact ones for this machine (cuda-compat's wheel)
-        return Verdict(True, "confirmed here: %s" % witness.title, tuple(witness.remedies) + live)
     pattern = re.compile(diagnosis.signature.message)
     failing: List[Tuple[int, int, Dict[str, Any]]] = []
     running: List[Dict[str, Any]] = []
