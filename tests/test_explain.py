@@ -32,8 +32,7 @@ def code_of(text: str) -> tuple[str, str]:
 
 
 def top(text: str) -> str:
-    found = explained(text).diagnoses
-    return found[0].check if found else "none"
+    return code_of(text)[0]
 
 
 # ---- the corpus
