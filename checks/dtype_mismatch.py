@@ -148,6 +148,16 @@ SIGNATURES = (
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
+    # The same said by a library's own check, naming both dtypes: "Input and cos/sin must have the same dtype, got
+    # torch.float32 and torch.bfloat16" (transformers' rotary embedding; github.com/huggingface/transformers/issues/36257)
+    Signature("mixes-rejected", r"must have the same dtype,? (?:but )?got %s" % (_TWO % " and "),
+              cause="two tensors of different float dtypes met in one operation (a library checked them first)", remedies=REMEDIES),
+    # fp32 reaching a half-only kernel: flash-attn's "FlashAttention only support fp16 and bf16 data type" (a model loaded in
+    # fp32, or a layer whose fp32 output autocast does not cast back: DoRA's fp32 magnitude on a 4-bit base,
+    # github.com/unslothai/unsloth/issues/1013)
+    Signature("mixes-rejected", r"FlashAttention only supports? fp16 and bf16 data types?",
+              cause="fp32 tensors reached FlashAttention, which runs in fp16/bf16 only: a model or a layer left in fp32 beside "
+                    "half-precision attention", remedies=REMEDIES),
     Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
               cause="a normalisation's input and weight have different dtypes on the CPU", remedies=REMEDIES),
     Signature("mixes-rejected", r"Expected query, key,? and value to have the same dtype",

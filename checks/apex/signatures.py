@@ -46,6 +46,11 @@ SIGNATURES = (
     Signature("apex-no-cuda-extensions", r"No module named '?(apex_C|syncbn|mlp_cuda|fused_dense_cuda|scaled_\w*softmax_cuda)'?",
               frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions",
               remedies=(REBUILD,)),
+    # apex's fused optimizers refuse to start without amp_C: "apex.optimizers.FusedAdam requires cuda extensions"
+    # (apex/optimizers/fused_adam.py, fused_lamb.py, fused_sgd.py, fused_novograd.py; github.com/NVlabs/imaginaire/issues/6)
+    Signature("apex-no-cuda-extensions", r"apex\.[\w.]+ requires cuda extensions",
+              cause="apex was built without its CUDA extensions: its fused optimizers need amp_C",
+              remedies=(REBUILD,)),
     Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
               cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),

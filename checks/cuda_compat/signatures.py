@@ -29,9 +29,11 @@ def unavailable(device: str) -> str:
 
 # The same fact as the launchers that ask torch for the GPU count say it: Lightning 0.x-1.5 ("You requested GPUs: [0]
 # But your machine only has: []", trainer/distrib_parts.py sanitize_gpu_ids), 1.6+ ("GPUAccelerator can not run on your
-# system since the accelerator is not available", "No supported gpu backend found!")
+# system since the accelerator is not available", "No supported gpu backend found!"); unsloth's import when torch sees
+# no CUDA or XPU device ("Unsloth currently only works on NVIDIA GPUs and Intel GPUs", unsloth/__init__.py)
 _NO_GPU_FOR_LAUNCHER = (r"But your machine only has: \[\]|No supported gpu backend found|"
-                        r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available")
+                        r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available|"
+                        r"Unsloth (currently )?only works on NVIDIA GPUs")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_FOR_LAUNCHER
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
@@ -63,7 +65,7 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
                                               "the card's gfx target", id="rocm-gfx-override"))),
-    Signature("no-kernel-image", r"no kernel image is available for execution on the device|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
+    Signature("no-kernel-image", r"no kernel image is available\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               confirmed_by=APEX_BUILT_FOR_ANOTHER_GPU,
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),

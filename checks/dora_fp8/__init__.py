@@ -113,6 +113,17 @@ SIGNATURES = (
               remedies=(Remedy("Load the 4-bit base with `bnb_4bit_quant_storage=torch.bfloat16` (the compute dtype) so that FSDP can "
                                "flatten it, and keep the adapter's parameters in that dtype too", id="bnb-quant-storage"),
                         ADAPTER_ON_QUANTIZED)),
+    # accelerate's prepare() refusing to train (adapters on) a base bitsandbytes loaded in 8/4-bit on another GPU than the
+    # one it trains on, or spread over several (accelerate/accelerator.py; github.com/artidoro/qlora/issues/137, fixed for
+    # adapters by accelerate#1523: "You can't train a model that has been loaded in 8-bit precision on multiple devices")
+    Signature("adapter-on-quantized-base", r"You can't train a model that has been loaded in (8|4)-bit precision on "
+                                           r"(a different device|multiple devices)",
+              cause="accelerate refuses to train a base quantized by bitsandbytes where it is not on the training GPU: loaded "
+                    "with a device_map across devices, or onto another GPU than the process's",
+              remedies=(Remedy("Load the quantized base onto the training process's own GPU (`device_map={'': "
+                               "torch.cuda.current_device()}`, or the local rank's under accelerate/torchrun), and upgrade "
+                               "accelerate (0.20+ lets adapters train on a base spread for inference)", id="quantized-base-one-device"),
+                        ADAPTER_ON_QUANTIZED)),
     # peft refuses to merge into a GPTQ base (tuners/lora/model.py `_check_merge_allowed`): its int4 weights cannot take the delta
     Signature("adapter-on-quantized-base", r"Cannot merge LORA layers when the model is gptq quantized",
               cause="peft cannot merge the adapter into a GPTQ-quantized base: its packed int4 weights cannot take the LoRA delta",

@@ -86,6 +86,12 @@ SIGNATURES = (
     Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
               cause="the companion (torchvision, torchaudio) is a CPU build beside a CUDA torch: its operators have no CUDA kernels",
               remedies=(REINSTALL_EXTENSION,)),
+    # xformers' C++/CUDA ops not registered: its wheel was built for another torch (its own warning names both), or it was
+    # installed from source without building them ("No such operator xformers::efficient_attention_forward_cutlass - did
+    # you forget to build xformers with `python setup.py develop`?")
+    Signature("import-fails", r"No such operator xformers::\w+",
+              cause="xformers' compiled ops did not load: the installed xformers was built for another torch (or never built)",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"Couldn't load custom C\+\+ ops", frames=(r"torchvision",),
               cause="torchvision's C++ ops did not load: torchvision and torch do not match",
               remedies=(REINSTALL_EXTENSION,)),
