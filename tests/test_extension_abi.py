@@ -13,6 +13,7 @@ bitsandbytes, triton, NVIDIA apex) imported for real against the installed torch
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from conftest import ENV, ROOT, check_of, codes, facts_of, handwritten, judge, l
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target import versions
 from envdoctor.target.cuda_tables import TORCHVISION_FOR_TORCH
-from envdoctor.target.model import Finding, Severity
+from envdoctor.target.model import Finding, Gpu, Severity, Target
 from envdoctor.target.probekit.imports import record_import
 
 CHECK = {c.check.id: c.check for c in load_checks(plugins=False)[0]}["extension-abi"]
@@ -48,6 +49,9 @@ XF_T4 = handwritten("extension-abi-xformers-0.0.27.post2-on-torch-2.3.1-cu121-t4
 TV_CU118 = handwritten("extension-abi-torchvision-cu118-on-torch-2.1.0-cu121.json")
 APEX = handwritten("extension-abi-apex-built-for-torch-2.4-on-torch-2.5.1-cu124.json")
 ALL_FACTS = [facts_of(r, ID) for r in (TV028, OLD, XF035, CPU)] + [FLASH, XF_T4, TV_CU118, APEX]
+
+
+TORCHVISION_CU130_ARCHS = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
 
 
 def of(findings: List[Finding], code: str, package: str) -> Finding:
@@ -93,7 +97,7 @@ def test_torchvision_cuda_build_on_cpu_torch_is_an_import_error() -> None:
     assert error.title == "torchvision 0.28.0 does not import: RuntimeError: " + NMS
     assert error.evidence[0] == "import torchvision: RuntimeError: " + NMS
     assert "likely cause: it is a CUDA 13.0 build (+cu130) but torch 2.13.0+cpu is CPU-only" in error.evidence
-    python = facts["python"]
+    python = ENV.python
     assert commands(error) == ["%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (python, CPU_INDEX)]
     assert error.remedies[0].action == {"install": ["torchvision==0.28.0+cpu"], "constraints": ["torch==2.13.0+cpu"], "index_url": CPU_INDEX}
     assert CHECK.summarize(facts) == "torch 2.13.0+cpu · torchvision 0.28.0 import fails"
@@ -152,7 +156,7 @@ def test_xformers_built_for_torch_2_9_1() -> None:
     assert mismatch.subject["paired"] == "0.0.35"
     assert "xformers' C++ library was built for PyTorch 2.9.1+cu128 with CUDA 1208, Python 3.10.19" in mismatch.evidence
     # xformers has no CPU build: the way out on a CPU-only torch is to uninstall it, not another release
-    assert commands(error) == ["%s -m pip uninstall -y xformers" % facts["python"]]
+    assert commands(error) == ["%s -m pip uninstall -y xformers" % ENV.python]
 
 
 def test_working_extension_has_no_finding() -> None:
@@ -255,7 +259,7 @@ def test_missing_python_dependency_is_named() -> None:
     op.update(ok=False, error="No module named 'packaging'", error_type="ModuleNotFoundError", causes=[], frames=[])
     error = of(judge(CHECK, facts), "import-fails", "bitsandbytes")
     assert error.title == "bitsandbytes 0.50.2 does not import: its dependency packaging is missing"
-    assert commands(error) == ["%s -m pip install bitsandbytes==0.50.2 torch==2.13.0+cpu" % facts["python"]]
+    assert commands(error) == ["%s -m pip install bitsandbytes==0.50.2 torch==2.13.0+cpu" % ENV.python]
 
 
 # ---------------------------------------------------------------- properties over every snapshot
@@ -428,6 +432,8 @@ def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
     torch = check["facts"]["torch"]
     assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None
     assert [(e["name"], e["version"]) for e in check["facts"]["extensions"]] == [("torchvision", "0.28.0")]
+    # read from its _C.so's fat binaries, as `cuobjdump --list-elf --list-ptx` lists them: the cu130 build's GPUs
+    assert check["facts"]["extensions"][0]["cuda_archs"] == {"_C.so": TORCHVISION_CU130_ARCHS}
     assert finding["remedies"][0]["commands"] == [
         "%s -m pip install torchvision==0.28.0+cpu torch==2.13.0+cpu --index-url %s" % (report["environment"]["executable"], CPU_INDEX)]
     # the recorded snapshot shows the same thing
@@ -520,3 +526,79 @@ def test_a_triton_other_than_the_pin_is_still_imported_and_judged() -> None:
              "ops": [{"op": "import triton", "package": "triton", "module": "triton", "ok": True}], "skipped": []}
     [finding] = CHECK.judge(facts, ENV)
     assert finding.code == "version-mismatch" and "triton 2.1.0 is not the release torch 2.0.1 requires (triton==2.0.0)" in finding.title
+
+
+# ---- the GPUs a companion's compiled code is built for
+
+
+def with_gpu(name: str, capability: str) -> Target:
+    """The recorded machine's Target with one GPU it could not have (this machine has none)."""
+    return dataclasses.replace(ENV, gpus=(Gpu(name, "cuda:0", capability),))
+
+
+def test_the_companions_fat_binaries_are_read_from_their_files() -> None:
+    """Recorded from the real wheels (torchvision 0.27.0 and torchaudio 2.11.0 cu130 builds, xformers 0.0.33.post2):
+    each compiled file with CUDA code and the architectures its fat binaries hold; files without any (torchvision's
+    image.so, bitsandbytes' per-CUDA libraries, which are not read) are left out."""
+    archs = {e["name"]: e.get("cuda_archs") for e in facts_of(OLD, ID)["extensions"]}
+    assert archs["torchvision"] == {"_C.so": TORCHVISION_CU130_ARCHS}
+    assert archs["torchaudio"] == {"lib/libtorchaudio.abi3.so": TORCHVISION_CU130_ARCHS,
+                                   "lib/torchaudio_prefixctc.abi3.so": TORCHVISION_CU130_ARCHS}
+    assert archs["xformers"] == {"_C.so": ["sm_75", "sm_80", "compute_80", "sm_90"],
+                                 "flash_attn_3/_C.so": ["sm_80", "compute_80", "sm_90"]}
+    assert archs["bitsandbytes"] is None
+
+
+@pytest.mark.parametrize("gpu, capability, lacking", [
+    ("NVIDIA H100 80GB HBM3", "9.0", []),  # the recorded H100's capability: every companion has sm_90 code
+    ("NVIDIA GeForce RTX 5090", "12.0", []),  # sm_120 cubins in torchvision/torchaudio; xformers' compute_80 PTX compiles
+    ("Tesla T4", "7.5", []),  # xformers' FlashAttention-3 module has no sm_75 code, but its main library has
+    ("NVIDIA GeForce GTX 1080", "6.1", ["torchaudio", "torchvision", "xformers"]),  # Pascal: below every wheel's oldest
+])
+def test_a_companion_without_code_for_a_gpu_is_named(gpu: str, capability: str, lacking: List[str]) -> None:
+    findings = [f for f in judge(CHECK, facts_of(OLD, ID), with_gpu(gpu, capability)) if f.code == "no-kernel-for-gpu"]
+    assert sorted(f.subject["package"] for f in findings) == lacking
+    if lacking:
+        xformers = of(findings, "no-kernel-for-gpu", "xformers")
+        assert xformers.severity is Severity.ERROR
+        assert xformers.title == "xformers 0.0.33.post2 has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61): its compiled kernels cannot run there"
+        assert xformers.evidence[:2] == ("_C.so: CUDA code for sm_75 sm_80 compute_80 sm_90",
+                                         "flash_attn_3/_C.so: CUDA code for sm_80 compute_80 sm_90")
+        assert "no kernel image is available for execution on the device" in xformers.evidence[2]
+        assert xformers.remedies[-1].id == "build-extension-for-gpu" and "TORCH_CUDA_ARCH_LIST=6.1" in xformers.remedies[-1].summary
+
+
+def test_the_fat_binary_reader_agrees_with_torchs_own_arch_list(old_torch_python: Path) -> None:
+    """torch 2.0.1's cu117 build as pip installs it: the architectures read from libtorch_cuda.so's fat binaries are
+    exactly the list torch reports it was built for (recorded in cpu-torch-2.0.1.json: torch._C._cuda_getArchFlags())."""
+    from envdoctor.target.probekit.fatbin import cuda_archs
+
+    site = next(old_torch_python.parent.parent.glob("lib/python3*/site-packages/torch/lib"))
+    flags = check_of(load_fixture("cpu-torch-2.0.1.json"), "cuda-compat")["facts"]["torch"]["arch_flags"]
+    assert cuda_archs(str(site / "libtorch_cuda.so")) == flags.split() == ["sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86"]
+    assert cuda_archs(str(site / "libtorch_cpu.so")) == []  # a shared object without CUDA code
+    assert cuda_archs(str(old_torch_python)) is None or cuda_archs(str(old_torch_python)) == []  # the interpreter
+    assert cuda_archs(str(site.parent / "__init__.py")) is None  # not a shared object
+
+
+def test_explain_names_the_companion_for_a_no_kernel_image_error() -> None:
+    """A "no kernel image" traceback read as a torch without code for the GPU, confirmed here by the companion's file:
+    the recorded companions judged on a GTX 1080 (a GPU this machine cannot have)."""
+    from envdoctor.pipeline.explain.confirm import apply_verdicts
+    from envdoctor.pipeline.explain.match import match
+    from envdoctor.pipeline.explain.reader import read_text
+    from envdoctor.target.model import report_from_dict
+
+    text = ('Traceback (most recent call last):\n  File "/home/me/venv/lib/python3.11/site-packages/xformers/ops/fmha/__init__.py", '
+            'line 306, in _memory_efficient_attention_forward\n    out, *_ = op.apply(inp, needs_gradient=False)\n'
+            "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    diagnoses = match(read_text(text), [c.check for c in load_checks(plugins=False)[0]]).diagnoses
+    assert (diagnoses[0].check, diagnoses[0].code) == ("cuda-compat", "no-kernel-image")
+    recorded = copy.deepcopy(OLD)
+    recorded["environment"]["gpus"] = [Gpu("NVIDIA GeForce GTX 1080", "cuda:0", "6.1").to_dict()]
+    report = report_from_dict(recorded)
+    for result in report.checks:  # recorded before no-kernel-for-gpu existed, and without a GPU: judged here on one
+        result.findings = CHECK.judge(result.facts, report.target)
+    apply_verdicts(diagnoses, report)
+    assert diagnoses[0].confirmed is True
+    assert diagnoses[0].confirmation.startswith("confirmed here: ") and "has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61)" in diagnoses[0].confirmation

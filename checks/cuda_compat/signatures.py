@@ -49,9 +49,9 @@ def _runtime_error(code: int, name: str) -> str:
 
 
 # An extension's kernels without code for this GPU fail to launch with torch's own message: apex built for sm_80 alone and
-# run on an H200 (tests/fixtures/h200-apex-sm80-only.json). apex's probe runs its kernels here, so its finding says live
-# that apex, not torch, lacks the code.
-APEX_BUILT_FOR_ANOTHER_GPU = ("apex:apex-wrong-arch",)
+# run on an H200 (tests/fixtures/h200-apex-sm80-only.json). apex's probe runs its kernels here, and extension-abi's reads
+# the companions' fat binaries, so their findings say live that an extension, not torch, lacks the code.
+EXTENSION_WITHOUT_GPU_CODE = ("apex:apex-wrong-arch", "extension-abi:no-kernel-for-gpu")
 
 
 SIGNATURES = (
@@ -61,13 +61,13 @@ SIGNATURES = (
     # (rocm.docs.amd.com, the system requirements' GPU list)
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
-              confirmed_by=APEX_BUILT_FOR_ANOTHER_GPU,
+              confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
                                               "the card's gfx target", id="rocm-gfx-override"))),
     Signature("no-kernel-image", r"no kernel image is available\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
-              confirmed_by=APEX_BUILT_FOR_ANOTHER_GPU,
+              confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
     Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
               frames=(r"torch/cuda/__init__\.py",),

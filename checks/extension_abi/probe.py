@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.target.model import ProbeContext
 from envdoctor.target.probekit.distributions import installed, requires
+from envdoctor.target.probekit.fatbin import cuda_archs
 from envdoctor.target.probekit.files import read_file
 from envdoctor.target.probekit.imports import find_module_spec, record_import
 from envdoctor.target.probekit.text import exception_chain
@@ -33,6 +34,36 @@ EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
     ("flash-attn", ("flash-attn", "flash_attn"), "flash_attn", ("flash_attn",)),
     ("bitsandbytes", ("bitsandbytes",), "bitsandbytes", ("bitsandbytes",)),
 )
+
+# The packages whose compiled files are read for the GPU architectures they hold code for, and compiled modules of
+# theirs that live beside the package rather than in it. Not bitsandbytes (one library per CUDA release, only one of
+# them loaded) nor triton (it compiles its kernels on the machine).
+ARCH_READ = {"torchvision": (), "torchaudio": (), "xformers": (), "flash-attn": ("flash_attn_2_cuda",)}
+_COMPILED_SUFFIXES = (".so", ".pyd")
+_MAX_COMPILED_FILES = 64
+
+
+def _compiled_archs(directory: Optional[str], modules: Tuple[str, ...]) -> Dict[str, List[str]]:
+    """{file, relative to the package's folder: its CUDA architectures} for the compiled files that carry CUDA code."""
+    files: List[Tuple[str, str]] = []
+    if directory and os.path.isdir(directory):
+        for root, dirs, names in os.walk(directory):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            files += [(os.path.join(root, n), os.path.relpath(os.path.join(root, n), directory))
+                      for n in sorted(names) if n.endswith(_COMPILED_SUFFIXES) or ".so." in n]
+            if len(files) >= _MAX_COMPILED_FILES:
+                break
+    for module in modules:
+        origin = getattr(find_module_spec(module), "origin", None)
+        if origin and os.path.isfile(origin):
+            files.append((origin, os.path.basename(origin)))
+    found: Dict[str, List[str]] = {}
+    for path, shown in files[:_MAX_COMPILED_FILES]:
+        archs = cuda_archs(path)
+        if archs:
+            found[shown.replace(os.sep, "/")] = archs
+    return found
+
 
 def _package_dir(spec: Any) -> Optional[str]:
     locations = list(getattr(spec, "submodule_search_locations", None) or [])
@@ -156,6 +187,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         }
         if name == "xformers":
             entry["built_for"] = _xformers_built_for(directory)
+        if name in ARCH_READ:
+            entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name])
         facts["extensions"].append(entry)
         pin = _the_pinned_triton(facts["torch"], version) if name == "triton" else None
         if pin:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.remedies.actions import pip_remedy
 from envdoctor.target.versions import release, release_tuple
@@ -227,6 +228,38 @@ def _stack(step: Dict[str, Any], limit: int = 6) -> List[str]:
     return [line for line in (step.get("detail") or "").splitlines() if line.strip()][:limit]
 
 
+def _no_kernel_for_gpu(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], pair: Dict[str, Any]) -> List[Finding]:
+    """A companion whose compiled CUDA code covers none of a GPU here: no cubin for its architecture (binary compatible
+    within a major version) and no PTX old enough to be compiled for it. Each of its kernels then fails to launch with
+    "no kernel image is available for execution on the device" (CUDA C++ Programming Guide, "Binary Compatibility" and
+    "PTX Compatibility"); torch's own arch list is cuda-compat's. A package is judged by all its files together: one
+    of them may hold kernels for some GPUs only by design (xformers' FlashAttention-3 module: sm_80 and sm_90)."""
+    archs: Dict[str, List[str]] = ext.get("cuda_archs") or {}
+    findings: List[Finding] = []
+    for gpu in env.gpus:
+        cap = ct.parse_capability(gpu.capability)
+        if cap is None or not archs:
+            continue
+        if any(ct.arch_coverage(a, cap) is not None for a in archs.values()):
+            continue
+        missing = archs
+        name, version = ext.get("name") or "?", ext.get("version") or ""
+        sm = "sm_%d%d" % cap
+        evidence = ["%s: CUDA code for %s" % (f, " ".join(a)) for f, a in sorted(missing.items())]
+        evidence.append("no %s code there, nor PTX for an older architecture that the driver could compile for it: each of "
+                        "its kernels fails on %s with \"no kernel image is available for execution on the device\"" % (sm, gpu.name))
+        build = Remedy("Or build %s from source for this GPU against the installed torch: TORCH_CUDA_ARCH_LIST=%s with "
+                       "`pip install --no-build-isolation --no-cache-dir` in its source tree" % (name, ct.capability_text(cap)),
+                       id="build-extension-for-gpu")
+        findings.append(Finding(
+            ID, "no-kernel-for-gpu", Severity.ERROR,
+            "%s %s has no CUDA code for %s (%s): its compiled kernels cannot run there" % (name, version, gpu.name, sm),
+            tuple(evidence), (*_install_remedies(facts, env, ext, pair, broken=True), build),
+            {"package": name, "version": ext.get("version"), "gpu": gpu.name, "capability": gpu.capability,
+             "files": sorted(missing)}))
+    return findings
+
+
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     torch_version = (facts.get("torch") or {}).get("version")
@@ -292,6 +325,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
             findings.append(Finding(ID, "version-mismatch", Severity.WARNING, title, tuple([*context, outcome]),
                                     _install_remedies(facts, env, ext, pair, broken=bool(failed or warned)),
                                     dict(subject, expected_torch=pair["expected"], paired=target)))
+        findings.extend(_no_kernel_for_gpu(facts, env, ext, pair))
         if variant and not failed and not warned:  # with a symptom, the variant is named as its likely cause
             findings.append(Finding(
                 ID, "cuda-variant-mismatch", Severity.WARNING,

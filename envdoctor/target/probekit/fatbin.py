@@ -1,0 +1,82 @@
+"""Which GPU architectures a compiled library carries code for, read from its file: the CUDA fat binaries
+nvcc embeds in an ELF shared object's `.nv_fatbin` section. Nothing is loaded, no CUDA is needed, and only
+headers are read (a 600 MB libtorch_cuda.so costs a few hundred small reads).
+
+Layout (little endian): a fat binary is a header {u32 magic 0xBA55ED50, u16 version, u16 header size, u64 size
+of the entries} and entries {u16 kind (1 PTX, 2 ELF cubin), u16, u32 header size, u64 payload size, u32, u32,
+u16 minor, u16 major, u32 arch (e.g. 86), ...}, each header followed by its payload. As documented by
+github.com/n-eiling/cuda-fatbin-decompression (fatbin-decompress.h), and as `cuobjdump --list-elf --list-ptx`
+lists the same files. Stdlib only, Python 3.8+: runs inside the worker.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import BinaryIO, Iterator, List, Optional, Set, Tuple
+
+FATBIN_MAGIC = 0xBA55ED50
+_ELF_MAGIC = b"\x7fELF"
+_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin")
+_KINDS = {1: "compute", 2: "sm"}  # PTX, cubin: written as torch.cuda.get_arch_list() writes them
+_MAX_ENTRIES = 10000  # a bound on a corrupt file
+
+
+def _elf_sections(f: BinaryIO) -> Iterator[Tuple[bytes, int, int]]:
+    """(name, file offset, size) of each section of a 64-bit little-endian ELF file."""
+    head = f.read(64)
+    if len(head) < 64 or head[:4] != _ELF_MAGIC or head[4] != 2 or head[5] != 1:
+        return
+    shoff, = struct.unpack_from("<Q", head, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", head, 0x3A)
+    if not shoff or shentsize < 64 or not shnum or shstrndx >= shnum:
+        return
+    f.seek(shoff)
+    table = f.read(shentsize * shnum)
+    if len(table) < shentsize * shnum:
+        return
+    headers = [struct.unpack_from("<IIQQQQ", table, i * shentsize) for i in range(shnum)]
+    _, _, _, _, str_offset, str_size = headers[shstrndx]
+    f.seek(str_offset)
+    names = f.read(min(str_size, 1 << 20))
+    for name_at, _, _, _, offset, size in headers:
+        end = names.find(b"\0", name_at)
+        yield names[name_at:end if end >= 0 else None], offset, size
+
+
+def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int]]:
+    """(kind, arch) of every entry of the fat binaries laid end to end in one section."""
+    at, end, seen = start, start + size, 0
+    while at + 16 <= end and seen < _MAX_ENTRIES:
+        f.seek(at)
+        magic, _, header_size, fat_size = struct.unpack("<IHHQ", f.read(16))
+        if magic != FATBIN_MAGIC:
+            at += 8  # fat binaries are 8-byte aligned; padding may sit between them
+            continue
+        entry, last = at + header_size, min(at + header_size + fat_size, end)
+        while entry + 32 <= last and seen < _MAX_ENTRIES:
+            f.seek(entry)
+            kind, _, entry_header, payload, _, _, _, _, arch = struct.unpack("<HHIQIIHHI", f.read(32))
+            if entry_header < 32:
+                break
+            yield kind, arch
+            seen += 1
+            entry += entry_header + payload
+        at = at + header_size + fat_size if fat_size else at + 8
+
+
+def cuda_archs(path: str) -> Optional[List[str]]:
+    """The architectures the file's fat binaries hold, sorted ("sm_80", "sm_90", "compute_90"); [] for a shared object
+    without CUDA code, None where the file cannot be read as one (not ELF: a Windows .pyd is not read yet)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != _ELF_MAGIC:
+                return None
+            f.seek(0)
+            found: Set[Tuple[int, int]] = set()
+            for name, offset, size in list(_elf_sections(f)):
+                if name in _SECTIONS and size:
+                    found.update(_entries(f, offset, size))
+    except (OSError, struct.error):
+        return None
+    archs = {"%s_%d" % (_KINDS[kind], arch) for kind, arch in found if kind in _KINDS and arch}
+    return sorted(archs, key=lambda a: (int(a.split("_")[1]), a.startswith("compute")))
