@@ -12,4 +12,5 @@ Stdlib only, Python 3.8+: these modules run in the *target* interpreter.
 - `commands`: run a program of the machine (nvidia-smi, nvcc) and record what happened.
 - `files`: small system files read as text, None when absent.
 - `links`: a GPU's PCIe link and NVLinks, the machine's network ports (a job's bandwidth bound).
+- `fatbin`: the GPU architectures a compiled library carries CUDA code for, read from its file.
 """
