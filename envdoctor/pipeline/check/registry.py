@@ -113,13 +113,42 @@ def load_checks(plugins: bool = True) -> Tuple[List[LoadedCheck], List[BrokenPlu
     return unique, broken
 
 
+def _may_declare(group: str) -> bool:
+    """Whether any distribution on sys.path may declare entry points in `group`: their entry_points.txt files, read
+    where importlib.metadata reads them. Where none names the group, importlib.metadata is not imported at all (it
+    brings email, zipfile and csv: a fifth of explain's start-up); anything this scan cannot read (a zipped path)
+    counts as a maybe."""
+    header = "[%s]" % group
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".dist-info", ".egg-info")):
+                try:
+                    with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8", errors="replace") as f:
+                        if header in f.read():
+                            return True
+                except OSError:
+                    continue
+    return False
+
+
 def _plugin_sources():  # type: ignore[no-untyped-def]
     """(name, origin, loader) for each entry point and ENVDOCTOR_CHECKS_PATH file."""
-    from importlib.metadata import entry_points
+    eps: Any = []
+    if _may_declare(ENTRY_POINT_GROUP):
+        from importlib.metadata import entry_points
 
-    found: Any = entry_points()
-    # Python 3.10+ has .select(); 3.9 returns a dict of groups
-    eps = found.select(group=ENTRY_POINT_GROUP) if hasattr(found, "select") else found.get(ENTRY_POINT_GROUP, [])
+        found: Any = entry_points()
+        # Python 3.10+ has .select(); 3.9 returns a dict of groups
+        eps = found.select(group=ENTRY_POINT_GROUP) if hasattr(found, "select") else found.get(ENTRY_POINT_GROUP, [])
     for ep in eps:
         dist = getattr(ep, "dist", None)
         origin = "entry point %s" % ep.name
