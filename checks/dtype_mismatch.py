@@ -158,6 +158,17 @@ SIGNATURES = (
     Signature("mixes-rejected", r"FlashAttention only supports? fp16 and bf16 data types?",
               cause="fp32 tensors reached FlashAttention, which runs in fp16/bf16 only: a model or a layer left in fp32 beside "
                     "half-precision attention", remedies=REMEDIES),
+    # index_put_ (`y[mask] = expert(x[mask])` with bf16 experts into an fp32 buffer: github.com/hiyouga/LLaMA-Factory)
+    Signature("mixes-rejected", r"requires the source and destination dtypes match, got %s for the destination and %s for the "
+                                r"source" % (_FLOATS, _FLOATS),
+              cause="a tensor of one float dtype was written into one of another (index_put_, a masked assignment)",
+              remedies=REMEDIES),
+    # MPS graphs refusing an elementwise op on fp32 and fp16 tensors (Apple's MPSGraph: "error: input types
+    # 'tensor<2x1280xf32>' and 'tensor<1280xf16>' are not broadcast compatible", then "LLVM ERROR: Failed to infer result
+    # type(s)"): the same types with different shapes are a shape bug, not this
+    Signature("mixes-rejected", r"input types 'tensor<[\dx*]*?(?P<t>f32|f16|bf16)>' and 'tensor<[\dx*]*?(?!(?P=t)>)(f32|f16|bf16)>' "
+                                r"are not broadcast compatible",
+              cause="tensors of different float dtypes met in one MPS operation (fp32 and fp16 on Apple's GPU)", remedies=REMEDIES),
     Signature("mixes-rejected", r"mixed dtype \(CPU\): expect (parameter|input) to have scalar type",
               cause="a normalisation's input and weight have different dtypes on the CPU", remedies=REMEDIES),
     Signature("mixes-rejected", r"Expected query, key,? and value to have the same dtype",

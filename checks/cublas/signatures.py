@@ -36,7 +36,7 @@ SIGNATURES = (
     Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
               cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
                     "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
-    Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR)",
+    Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
               unless=(AFTER_ASSERT,)),
@@ -44,6 +44,13 @@ SIGNATURES = (
     Signature("cudnn-failed", r"CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
                     "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
+    # torch's own check of the cuDNN it loads against the one it was built with (torch/backends/cudnn/__init__.py: "cuDNN
+    # version incompatibility: PyTorch was compiled against X but found runtime version Y"; before 1.8 "cuDNN version
+    # mismatch: PyTorch was compiled against 7102 but linked against 7605")
+    Signature("cudnn-failed", r"cuDNN version (mismatch|incompatibility): PyTorch was compiled\s+against \(?[\d, ]+\)? but "
+                              r"(linked against|found runtime version)",
+              cause="torch loaded another cuDNN than the one it was built with (a conda or system cuDNN first on the library "
+                    "path, or a pip nvidia-cudnn wheel of another release)", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1]),
     # cuDNN's v8 API finding no engine for a convolution: torch's "GET was unable to find an engine to execute this
     # computation" (a cuDNN other than torch's own loaded first: LD_LIBRARY_PATH, a system cuDNN; or no memory left)
     Signature("cudnn-failed", r"(GET|FIND) was unable to find an engine to execute this computation",

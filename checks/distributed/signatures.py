@@ -47,6 +47,12 @@ SIGNATURES = (
     Signature("shm-small", r"unhandled system error|ncclSystemError", context=(SHM,), context_required=True,
               cause="NCCL's 'unhandled system error' is its shared memory failing: /dev/shm too small or not writable",
               remedies=SHM_REMEDIES),
+    # NCCL's threads killed by SIGBUS: a write into a /dev/shm segment larger than the container's shared memory (the
+    # file is created sparse, the pages fail when touched: "Caught signal 7 (Bus error: nonexistent physical address)"
+    # with ncclGroupEnd/libnccl in the backtrace; github.com/msr-fiddle/pipedream, Docker's 64 MB default)
+    Signature("shm-small", r"signal 7 \(Bus error|\bBus error\b", context=(r"\bnccl\w*\(\)|libnccl\.so",), context_required=True,
+              cause="NCCL touched shared memory the container does not have: /dev/shm is smaller than its segments (SIGBUS)",
+              remedies=SHM_REMEDIES),
     # The same error with nothing around it that names the call: NCCL's system-call failures are, in order of how
     # often threads settle them, its shared memory in a container and its sockets (NCCL's documentation,
     # Troubleshooting: "Docker ... --shm-size=1g or --ipc=host"; NCCL_DEBUG=INFO names the failing call)
