@@ -602,3 +602,21 @@ def test_explain_names_the_companion_for_a_no_kernel_image_error() -> None:
     apply_verdicts(diagnoses, report)
     assert diagnoses[0].confirmed is True
     assert diagnoses[0].confirmation.startswith("confirmed here: ") and "has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61)" in diagnoses[0].confirmation
+
+
+@pytest.mark.slow
+def test_a_windows_dll_reads_as_its_linux_build(tmp_path: Path) -> None:
+    """xformers 0.0.33.post2's Windows wheel as pip downloads it: its _C.pyd (a PE file, the fat binaries in a section
+    cut to `.nv_fatb`) holds code for the same architectures as the Linux wheel's _C.so recorded in OLD."""
+    import zipfile
+
+    from envdoctor.target.probekit.fatbin import cuda_archs
+
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--platform",
+                    "win_amd64", "--python-version", "3.11", "-d", str(tmp_path), "xformers==0.0.33.post2"],
+                   check=True, capture_output=True)
+    [wheel] = tmp_path.glob("xformers-0.0.33.post2-*-win_amd64.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extract("xformers/_C.pyd", tmp_path)
+    linux = next(e for e in facts_of(OLD, ID)["extensions"] if e["name"] == "xformers")["cuda_archs"]["_C.so"]
+    assert cuda_archs(str(tmp_path / "xformers" / "_C.pyd")) == linux == ["sm_75", "sm_80", "compute_80", "sm_90"]

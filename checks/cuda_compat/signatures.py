@@ -57,9 +57,11 @@ EXTENSION_WITHOUT_GPU_CODE = ("apex:apex-wrong-arch", "extension-abi:no-kernel-f
 SIGNATURES = (
     # The older wording of the same (cudaErrorInvalidDeviceFunction), and ROCm's: a torch wheel without code for the AMD
     # GPU's gfx target ("HIP error: invalid device function", "hipErrorNoBinaryForGpu: Unable to find code object for all
-    # current devices"); consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
+    # current devices", the HSA runtime's "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid");
+    # consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
     # (rocm.docs.amd.com, the system requirements' GPU list)
-    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|HSA_STATUS_ERROR_INVALID_ISA",
+    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
+                                 r"HSA_STATUS_ERROR_INVALID_ISA",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "

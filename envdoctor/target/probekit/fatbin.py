@@ -1,6 +1,7 @@
 """Which GPU architectures a compiled library carries code for, read from its file: the CUDA fat binaries
-nvcc embeds in an ELF shared object's `.nv_fatbin` section. Nothing is loaded, no CUDA is needed, and only
-headers are read (a 600 MB libtorch_cuda.so costs a few hundred small reads).
+nvcc embeds in an ELF shared object's `.nv_fatbin` section, or a Windows DLL's (.pyd) `.nv_fatb` (section names
+of PE files are cut at 8 characters). Nothing is loaded, no CUDA is needed, and only headers are read (a 600 MB
+libtorch_cuda.so costs a few hundred small reads).
 
 Layout (little endian): a fat binary is a header {u32 magic 0xBA55ED50, u16 version, u16 header size, u64 size
 of the entries} and entries {u16 kind (1 PTX, 2 ELF cubin), u16, u32 header size, u64 payload size, u32, u32,
@@ -16,7 +17,8 @@ from typing import BinaryIO, Iterator, List, Optional, Set, Tuple
 
 FATBIN_MAGIC = 0xBA55ED50
 _ELF_MAGIC = b"\x7fELF"
-_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin")
+_PE_MAGIC = b"MZ"
+_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin", b".nv_fatb")
 _KINDS = {1: "compute", 2: "sm"}  # PTX, cubin: written as torch.cuda.get_arch_list() writes them
 _MAX_ENTRIES = 10000  # a bound on a corrupt file
 
@@ -43,6 +45,26 @@ def _elf_sections(f: BinaryIO) -> Iterator[Tuple[bytes, int, int]]:
         yield names[name_at:end if end >= 0 else None], offset, size
 
 
+def _pe_sections(f: BinaryIO) -> Iterator[Tuple[bytes, int, int]]:
+    """(name, file offset, size) of each section of a PE file (a Windows DLL): the COFF header after "PE\\0\\0" at the
+    offset the DOS header names, then 40-byte section headers (learn.microsoft.com/windows/win32/debug/pe-format)."""
+    head = f.read(64)
+    if len(head) < 64 or head[:2] != _PE_MAGIC:
+        return
+    pe, = struct.unpack_from("<I", head, 0x3C)
+    f.seek(pe)
+    coff = f.read(24)
+    if len(coff) < 24 or coff[:4] != b"PE\0\0":
+        return
+    count, = struct.unpack_from("<H", coff, 6)
+    optional, = struct.unpack_from("<H", coff, 20)
+    f.seek(pe + 24 + optional)
+    table = f.read(40 * count)
+    for i in range(len(table) // 40):
+        name, virtual_size, _, raw_size, raw_at = struct.unpack_from("<8sIIII", table, 40 * i)
+        yield name.rstrip(b"\0"), raw_at, min(virtual_size, raw_size) or raw_size
+
+
 def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int]]:
     """(kind, arch) of every entry of the fat binaries laid end to end in one section."""
     at, end, seen = start, start + size, 0
@@ -66,14 +88,16 @@ def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int]]:
 
 def cuda_archs(path: str) -> Optional[List[str]]:
     """The architectures the file's fat binaries hold, sorted ("sm_80", "sm_90", "compute_90"); [] for a shared object
-    without CUDA code, None where the file cannot be read as one (not ELF: a Windows .pyd is not read yet)."""
+    or DLL without CUDA code, None where the file is neither."""
     try:
         with open(path, "rb") as f:
-            if f.read(4) != _ELF_MAGIC:
+            magic = f.read(4)
+            sections = _elf_sections if magic == _ELF_MAGIC else _pe_sections if magic[:2] == _PE_MAGIC else None
+            if sections is None:
                 return None
             f.seek(0)
             found: Set[Tuple[int, int]] = set()
-            for name, offset, size in list(_elf_sections(f)):
+            for name, offset, size in list(sections(f)):
                 if name in _SECTIONS and size:
                     found.update(_entries(f, offset, size))
     except (OSError, struct.error):
