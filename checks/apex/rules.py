@@ -40,6 +40,9 @@ SWAP_REMOVED = (5, 8, 0)  # first transformers without it
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 
 _DTYPE_MISMATCH_RE = re.compile(r"expected scalar type (\w+) but found (\w+)")
+# A kernel with no code for the GPU it is launched on: cudaErrorNoKernelImageForDevice (209), and the older
+# cudaErrorInvalidDeviceFunction (98) wording (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)
+_NO_KERNEL_RE = re.compile(r"no kernel image is available for execution on the device|invalid device function")
 
 
 def _extension_errors(facts: Dict[str, Any]) -> List[Tuple[str, str]]:
@@ -242,10 +245,6 @@ def _norm_failures(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [o for o in facts.get("ops") or () if not o.get("ok") and not _extension_failure(o.get("error") or "", ext_errors)
             and not _NO_KERNEL_RE.search(o.get("error") or "")]
 
-
-# A kernel with no code for the GPU it is launched on: cudaErrorNoKernelImageForDevice (209), and the older
-# cudaErrorInvalidDeviceFunction (98) wording (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)
-_NO_KERNEL_RE = re.compile(r"no kernel image is available for execution on the device|invalid device function")
 
 
 def _wrong_arch(facts: Dict[str, Any], env: Target, route: Dict[str, Any]) -> List[Finding]:

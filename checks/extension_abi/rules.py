@@ -242,11 +242,10 @@ def _no_kernel_for_gpu(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], 
             continue
         if any(ct.arch_coverage(a, cap) is not None for a in archs.values()):
             continue
-        missing = archs
         name, version = ext.get("name") or "?", ext.get("version") or ""
         sm = "sm_%d%d" % cap
-        evidence = ["%s: CUDA code for %s" % (f, " ".join(a)) for f, a in sorted(missing.items())]
-        evidence.append("no %s code there, nor PTX for an older architecture that the driver could compile for it: each of "
+        evidence = ["%s: CUDA code for %s" % (f, " ".join(a)) for f, a in sorted(archs.items())]
+        evidence.append("no %s code there, nor PTX of its architecture or an older one that the driver could compile for it: each of "
                         "its kernels fails on %s with \"no kernel image is available for execution on the device\"" % (sm, gpu.name))
         build = Remedy("Or build %s from source for this GPU against the installed torch: TORCH_CUDA_ARCH_LIST=%s with "
                        "`pip install --no-build-isolation --no-cache-dir` in its source tree" % (name, ct.capability_text(cap)),
@@ -256,7 +255,7 @@ def _no_kernel_for_gpu(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], 
             "%s %s has no CUDA code for %s (%s): its compiled kernels cannot run there" % (name, version, gpu.name, sm),
             tuple(evidence), (*_install_remedies(facts, env, ext, pair, broken=True), build),
             {"package": name, "version": ext.get("version"), "gpu": gpu.name, "capability": gpu.capability,
-             "files": sorted(missing)}))
+             "files": sorted(archs)}))
     return findings
 
 
