@@ -180,6 +180,8 @@ def test_explain_names_apex_for_a_no_kernel_image_error_that_shows_no_apex() -> 
     assert diagnoses[0].confirmed is True
     assert diagnoses[0].confirmation.startswith("confirmed here: apex's CUDA kernels were built for another GPU")
     assert diagnoses[0].remedies[0].id == "apex-build-from-source"
+    # and read from the text alone, the reading names the extensions beside torch's wheel and the driver
+    assert [r.id for r in diagnoses[0].signature.remedies] == ["torch-wheel-for-gpu", "driver-upgrade", "extension-for-gpu"]
     # on the healthy sm_90 build nothing witnesses it, and cuda-compat was not probed in that run
     diagnoses = match(read_text(text), checks).diagnoses
     apply_verdicts(diagnoses, report_from_dict(load_fixture("h200-apex-sm90-cuda-ext.json")))

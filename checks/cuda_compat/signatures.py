@@ -52,6 +52,9 @@ def _runtime_error(code: int, name: str) -> str:
 # run on an H200 (tests/fixtures/h200-apex-sm80-only.json). apex's probe runs its kernels here, and extension-abi's reads
 # the companions' fat binaries, so their findings say live that an extension, not torch, lacks the code.
 EXTENSION_WITHOUT_GPU_CODE = ("apex:apex-wrong-arch", "extension-abi:no-kernel-for-gpu")
+EXTENSION_FOR_GPU = Remedy("Or, where the failing kernel is an extension's (xformers, flash-attn, apex, a custom op), install "
+                           "its build for this GPU or rebuild it with TORCH_CUDA_ARCH_LIST set to the GPU's capability: "
+                           "`envdoctor check --only extension-abi,apex` names the one without code for it", id="extension-for-gpu")
 
 
 SIGNATURES = (
@@ -66,11 +69,11 @@ SIGNATURES = (
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
-                                              "the card's gfx target", id="rocm-gfx-override"))),
+                                              "the card's gfx target", id="rocm-gfx-override"), EXTENSION_FOR_GPU)),
     Signature("no-kernel-image", r"no kernel image is available\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
-              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),
+              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE, EXTENSION_FOR_GPU)),
     Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
               frames=(r"torch/cuda/__init__\.py",),
               cause="torch was not built for this GPU's architecture",
