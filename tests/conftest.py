@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import pytest
 from pip_sources import uv_environment
 
-from envdoctor.target.model import Check, Finding, Target
+from envdoctor.target.model import Check, Finding, Report, Target, report_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,6 +76,18 @@ def env_for(facts: Dict[str, Any]) -> Target:
 def judge(check: Check, facts: Dict[str, Any], env: Optional[Target] = None) -> List[Finding]:
     """A check's rules on a snapshot, as the engine calls them."""
     return check.judge(facts, env or env_for(facts))
+
+
+def rejudged(recorded: Dict[str, Any]) -> Report:
+    """A recorded report with its findings judged again by today's rules, on the facts and Target it recorded: for a
+    snapshot taken before a rule existed (the rules are pure, so this is what that machine would print now)."""
+    from envdoctor.pipeline.check.registry import load_checks
+
+    report = report_from_dict(recorded)
+    checks = {item.check.id: item.check for item in load_checks(plugins=False)[0]}
+    for result in report.checks:
+        result.findings = checks[result.id].judge(result.facts, report.target)
+    return report
 
 
 def find_python(version: str) -> Optional[Path]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
 import pytest
-from conftest import ENV, ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, run_envdoctor, run_json
+from conftest import ENV, ROOT, check_of, codes, facts_of, handwritten, judge, load_fixture, make_venv, pip_install, rejudged, run_envdoctor, run_json
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.target import versions
@@ -587,7 +587,6 @@ def test_explain_names_the_companion_for_a_no_kernel_image_error() -> None:
     from envdoctor.pipeline.explain.confirm import apply_verdicts
     from envdoctor.pipeline.explain.match import match
     from envdoctor.pipeline.explain.reader import read_text
-    from envdoctor.target.model import report_from_dict
 
     text = ('Traceback (most recent call last):\n  File "/home/me/venv/lib/python3.11/site-packages/xformers/ops/fmha/__init__.py", '
             'line 306, in _memory_efficient_attention_forward\n    out, *_ = op.apply(inp, needs_gradient=False)\n'
@@ -596,10 +595,7 @@ def test_explain_names_the_companion_for_a_no_kernel_image_error() -> None:
     assert (diagnoses[0].check, diagnoses[0].code) == ("cuda-compat", "no-kernel-image")
     recorded = copy.deepcopy(OLD)
     recorded["environment"]["gpus"] = [Gpu("NVIDIA GeForce GTX 1080", "cuda:0", "6.1").to_dict()]
-    report = report_from_dict(recorded)
-    for result in report.checks:  # recorded before no-kernel-for-gpu existed, and without a GPU: judged here on one
-        result.findings = CHECK.judge(result.facts, report.target)
-    apply_verdicts(diagnoses, report)
+    apply_verdicts(diagnoses, rejudged(recorded))  # recorded without a GPU, before no-kernel-for-gpu: judged here on one
     assert diagnoses[0].confirmed is True
     assert diagnoses[0].confirmation.startswith("confirmed here: ") and "has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61)" in diagnoses[0].confirmation
 

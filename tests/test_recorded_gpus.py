@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 import pytest
-from conftest import FIXTURES, env_of, load_fixture
+from conftest import FIXTURES, env_of, load_fixture, rejudged
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.distributed.cluster import cluster_result
@@ -173,10 +173,7 @@ def test_explain_names_apex_for_a_no_kernel_image_error_that_shows_no_apex() -> 
     diagnoses = match(read_text(text), checks).diagnoses
     assert (diagnoses[0].check, diagnoses[0].code) == ("cuda-compat", "no-kernel-image")
     assert "apex:apex-wrong-arch" in diagnoses[0].signature.confirmed_by
-    report = report_from_dict(load_fixture("h200-apex-sm80-only.json"))
-    for result in report.checks:  # recorded before apex-wrong-arch existed: today's rules on the recorded facts
-        result.findings = CHECKS[result.id].judge(result.facts, report.target)
-    apply_verdicts(diagnoses, report)
+    apply_verdicts(diagnoses, rejudged(load_fixture("h200-apex-sm80-only.json")))  # recorded before apex-wrong-arch existed
     assert diagnoses[0].confirmed is True
     assert diagnoses[0].confirmation.startswith("confirmed here: apex's CUDA kernels were built for another GPU")
     assert diagnoses[0].remedies[0].id == "apex-build-from-source"

@@ -236,11 +236,9 @@ def _no_kernel_for_gpu(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], 
     of them may hold kernels for some GPUs only by design (xformers' FlashAttention-3 module: sm_80 and sm_90)."""
     archs: Dict[str, List[str]] = ext.get("cuda_archs") or {}
     findings: List[Finding] = []
-    for gpu in env.gpus:
+    for gpu in env.gpus if archs else ():
         cap = ct.parse_capability(gpu.capability)
-        if cap is None or not archs:
-            continue
-        if any(ct.arch_coverage(a, cap) is not None for a in archs.values()):
+        if cap is None or any(ct.arch_coverage(a, cap) is not None for a in archs.values()):
             continue
         name, version = ext.get("name") or "?", ext.get("version") or ""
         sm = "sm_%d%d" % cap
