@@ -539,7 +539,8 @@ def with_gpu(name: str, capability: str) -> Target:
 def test_the_companions_fat_binaries_are_read_from_their_files() -> None:
     """Recorded from the real wheels (torchvision 0.27.0 and torchaudio 2.11.0 cu130 builds, xformers 0.0.33.post2):
     each compiled file with CUDA code and the architectures its fat binaries hold; files without any (torchvision's
-    image.so, bitsandbytes' per-CUDA libraries, which are not read) are left out."""
+    image.so) are left out. bitsandbytes' libraries were not read when this was recorded (on a CPU torch it loads none
+    of them: test_bitsandbytes_is_judged_by_the_library_it_loads)."""
     archs = {e["name"]: e.get("cuda_archs") for e in facts_of(OLD, ID)["extensions"]}
     assert archs["torchvision"] == {"_C.so": TORCHVISION_CU130_ARCHS}
     assert archs["torchaudio"] == {"lib/libtorchaudio.abi3.so": TORCHVISION_CU130_ARCHS,
@@ -598,6 +599,56 @@ def test_explain_names_the_companion_for_a_no_kernel_image_error() -> None:
     apply_verdicts(diagnoses, rejudged(recorded))  # recorded without a GPU, before no-kernel-for-gpu: judged here on one
     assert diagnoses[0].confirmed is True
     assert diagnoses[0].confirmation.startswith("confirmed here: ") and "has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61)" in diagnoses[0].confirmation
+
+
+@pytest.fixture(scope="module")
+def bitsandbytes_libraries(tmp_path_factory: Any) -> Path:
+    """bitsandbytes 0.50.2's Linux wheel as pip downloads it (the release in OLD): its folder with the per-CUDA libraries."""
+    import zipfile
+
+    folder = tmp_path_factory.mktemp("bnb")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--platform",
+                    "manylinux_2_24_x86_64", "--python-version", "3.11", "-d", str(folder), "bitsandbytes==0.50.2"],
+                   check=True, capture_output=True)
+    [wheel] = folder.glob("bitsandbytes-0.50.2-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(folder, [n for n in archive.namelist() if re.match(r"bitsandbytes/libbitsandbytes_cuda\d+\.so$", n)])
+    return folder / "bitsandbytes"
+
+
+def bitsandbytes_read(folder: Path, torch_cuda: Any) -> Dict[str, Any]:
+    """extension-abi's entry for bitsandbytes as the probe reads its files beside a torch of this CUDA release."""
+    probe = sys.modules["envdoctor.checks.extension_abi.probe"]
+    loaded = probe._compiled_archs(str(folder), (), probe._loaded_library("bitsandbytes", torch_cuda))
+    return {"name": "bitsandbytes", "dist": "bitsandbytes", "version": "0.50.2", "cuda_archs": loaded,
+            "cuda_archs_unloaded": probe._bnb_alternatives(str(folder), torch_cuda, loaded)}
+
+
+@pytest.mark.slow
+def test_bitsandbytes_is_judged_by_the_library_it_loads(bitsandbytes_libraries: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bitsandbytes ships a library per CUDA release and loads the one of torch's CUDA: 0.50.2's CUDA 12.8 library
+    dropped Pascal (sm_60), its 12.6 one kept it; its CUDA 13 libraries start at Turing (sm_75). A CPU torch loads none."""
+    cu128 = bitsandbytes_read(bitsandbytes_libraries, "12.8")
+    assert cu128["cuda_archs"] == {"libbitsandbytes_cuda128.so": ["sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100",
+                                                                  "sm_120", "compute_120"]}
+    assert sorted(cu128["cuda_archs_unloaded"]) == ["libbitsandbytes_cuda121.so", "libbitsandbytes_cuda124.so", "libbitsandbytes_cuda126.so"]
+    assert bitsandbytes_read(bitsandbytes_libraries, None) == dict(cu128, cuda_archs={}, cuda_archs_unloaded={})
+    monkeypatch.setenv("BNB_CUDA_VERSION", "126")  # bitsandbytes' own override: the probe reads the library it names
+    assert list(bitsandbytes_read(bitsandbytes_libraries, "12.8")["cuda_archs"]) == ["libbitsandbytes_cuda126.so"]
+    monkeypatch.delenv("BNB_CUDA_VERSION")
+
+    def findings(entry: Dict[str, Any], gpu: str, capability: str, cuda: str) -> List[Finding]:
+        facts = copy.deepcopy(facts_of(OLD, ID))
+        facts["torch"]["cuda"] = cuda
+        facts["extensions"] = [entry]
+        return [f for f in judge(CHECK, facts, with_gpu(gpu, capability)) if f.code == "no-kernel-for-gpu"]
+
+    [pascal] = findings(cu128, "NVIDIA GeForce GTX 1080", "6.1", "12.8")
+    assert pascal.title == "bitsandbytes 0.50.2 has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61): its compiled kernels cannot run there"
+    assert pascal.remedies[0].id == "bnb-cuda-version" and pascal.remedies[0].action == {"set_env": {"BNB_CUDA_VERSION": "126"}}
+    assert findings(cu128, "Tesla V100-SXM2-16GB", "7.0", "12.8") == []
+    [volta] = findings(bitsandbytes_read(bitsandbytes_libraries, "13.0"), "Tesla V100-SXM2-16GB", "7.0", "13.0")
+    assert "bnb-cuda-version" not in [r.id for r in volta.remedies]  # no CUDA 13 library of it has sm_70 code
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Pattern, Tuple
 
 from envdoctor.target.model import ProbeContext
 from envdoctor.target.probekit.distributions import installed, requires
@@ -36,21 +36,47 @@ EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
 )
 
 # The packages whose compiled files are read for the GPU architectures they hold code for, and compiled modules of
-# theirs that live beside the package rather than in it. Not bitsandbytes (one library per CUDA release, only one of
-# them loaded) nor triton (it compiles its kernels on the machine).
-ARCH_READ = {"torchvision": (), "torchaudio": (), "xformers": (), "flash-attn": ("flash_attn_2_cuda",)}
-_COMPILED_SUFFIXES = (".so", ".pyd")
+# theirs that live beside the package rather than in it. Not triton (it compiles its kernels on the machine).
+ARCH_READ = {"torchvision": (), "torchaudio": (), "xformers": (), "flash-attn": ("flash_attn_2_cuda",), "bitsandbytes": ()}
+_COMPILED_SUFFIXES = (".so", ".pyd", ".dll")
 _MAX_COMPILED_FILES = 64
 
 
-def _compiled_archs(directory: Optional[str], modules: Tuple[str, ...]) -> Dict[str, List[str]]:
-    """{file, relative to the package's folder: its CUDA architectures} for the compiled files that carry CUDA code."""
+def _bnb_library(cuda: str) -> Pattern[str]:
+    """bitsandbytes' library for a CUDA release ("128": `libbitsandbytes_cuda128.so`; a regex's digits match a family);
+    releases before 0.43 had a `_nocublaslt` twin for GPUs below sm_75, read with it."""
+    return re.compile(r"libbitsandbytes_cuda%s(_nocublaslt)?\.(so|dll)$" % cuda if cuda else r"(?!)")
+
+
+def _loaded_library(name: str, torch_cuda: Optional[str]) -> Optional[Pattern[str]]:
+    """For bitsandbytes, which of its files it loads: it ships one library per CUDA release and loads the one named for
+    torch's CUDA (`libbitsandbytes_cuda128.so` for 12.8), or for BNB_CUDA_VERSION where that is set
+    (bitsandbytes/cextension.py, get_cuda_bnb_library_path; github.com/bitsandbytes-foundation/bitsandbytes). With a
+    CPU or ROCm torch it loads no CUDA library: none is read. None for the other packages: all their files are theirs."""
+    if name != "bitsandbytes":
+        return None
+    return _bnb_library(re.sub(r"\D", "", os.environ.get("BNB_CUDA_VERSION") or torch_cuda or ""))
+
+
+def _bnb_alternatives(directory: Optional[str], torch_cuda: Optional[str], loaded: Dict[str, List[str]]) -> Dict[str, List[str]]:
+    """bitsandbytes' libraries for the other releases of torch's CUDA major version, which torch's own CUDA runtime
+    loads too (CUDA minor version compatibility): BNB_CUDA_VERSION picks one where the loaded one lacks a GPU's code."""
+    major = (torch_cuda or "").split(".")[0]
+    if not major.isdigit():
+        return {}
+    found = _compiled_archs(directory, (), _bnb_library(r"%s\d" % major))
+    return {f: a for f, a in found.items() if f not in loaded}
+
+
+def _compiled_archs(directory: Optional[str], modules: Tuple[str, ...], only: Optional[Pattern[str]] = None) -> Dict[str, List[str]]:
+    """{file, relative to the package's folder: its CUDA architectures} for the compiled files that carry CUDA code
+    (of those whose name `only` matches, where it is given)."""
     files: List[Tuple[str, str]] = []
     if directory and os.path.isdir(directory):
         for root, dirs, names in os.walk(directory):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
             files += [(os.path.join(root, n), os.path.relpath(os.path.join(root, n), directory))
-                      for n in sorted(names) if n.endswith(_COMPILED_SUFFIXES) or ".so." in n]
+                      for n in sorted(names) if (n.endswith(_COMPILED_SUFFIXES) or ".so." in n) and (only is None or only.match(n))]
             if len(files) >= _MAX_COMPILED_FILES:
                 break
     for module in modules:
@@ -188,7 +214,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if name == "xformers":
             entry["built_for"] = _xformers_built_for(directory)
         if name in ARCH_READ:
-            entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name])
+            torch_cuda = facts["torch"].get("cuda")
+            entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name], _loaded_library(name, torch_cuda))
+            if name == "bitsandbytes":
+                entry["cuda_archs_unloaded"] = _bnb_alternatives(directory, torch_cuda, entry["cuda_archs"])
         facts["extensions"].append(entry)
         pin = _the_pinned_triton(facts["torch"], version) if name == "triton" else None
         if pin:

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import Finding, Remedy, Severity, Target
-from envdoctor.target.remedies.actions import pip_remedy
+from envdoctor.target.remedies.actions import env_remedy, pip_remedy
 from envdoctor.target.versions import release, release_tuple
 
 from .pairing import (
@@ -251,10 +251,24 @@ def _no_kernel_for_gpu(facts: Dict[str, Any], env: Target, ext: Dict[str, Any], 
         findings.append(Finding(
             ID, "no-kernel-for-gpu", Severity.ERROR,
             "%s %s has no CUDA code for %s (%s): its compiled kernels cannot run there" % (name, version, gpu.name, sm),
-            tuple(evidence), (*_install_remedies(facts, env, ext, pair, broken=True), build),
+            tuple(evidence), (*_unloaded_library_remedy(ext, cap, sm), *_install_remedies(facts, env, ext, pair, broken=True), build),
             {"package": name, "version": ext.get("version"), "gpu": gpu.name, "capability": gpu.capability,
              "files": sorted(archs)}))
     return findings
+
+
+def _unloaded_library_remedy(ext: Dict[str, Any], cap: Tuple[int, int], sm: str) -> Tuple[Remedy, ...]:
+    """bitsandbytes' library for another release of torch's CUDA major version that has code for the GPU (its
+    CUDA 12.6 library keeps Pascal's sm_60, which its 12.8 one dropped): BNB_CUDA_VERSION makes bitsandbytes load it,
+    on torch's own CUDA runtime (bitsandbytes/cextension.py; CUDA minor version compatibility)."""
+    covering = [f for f, a in (ext.get("cuda_archs_unloaded") or {}).items() if ct.arch_coverage(a, cap) is not None]
+    releases = sorted((m.group(1) for m in (re.search(r"cuda(\d+)", f) for f in covering) if m), key=int)
+    if not releases:
+        return ()
+    newest = releases[-1]
+    return (env_remedy("Load bitsandbytes' library built for CUDA %s.%s, which has %s code and runs on torch's CUDA runtime: "
+                       "BNB_CUDA_VERSION=%s" % (newest[:-1], newest[-1], sm, newest), "bnb-cuda-version",
+                       set_env={"BNB_CUDA_VERSION": newest}),)
 
 
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
