@@ -55,7 +55,11 @@ SIGNATURES = (
                                # an extension's own allocator (tiny-cuda-nn: "cudaMalloc(&rawptr, ...) failed with error out of memory")
                                r"cudaMalloc\w*\([^\n]*\) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
-                               r"Allocation on device \d+ would exceed allowed memory", unless=PROGRAM_GROWTH,
+                               r"Allocation on device \d+ would exceed allowed memory|"
+                               # the allocator's report whatever the first words were (IPEX's "Current platform can NOT
+                               # allocate memory block with size larger than 4GB! Tried to allocate 7.03 GiB (GPU 0; 15.91
+                               # GiB total capacity; ...": github.com/simonlui/Docker_IPEX_ComfyUI)
+                               r"Tried to allocate [\d.]+ [KMGT]i?B \(GPU \d+; [\d.]+ [KMGT]i?B total capacity", unless=PROGRAM_GROWTH,
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
               remedies=EXPLAIN_REMEDIES),
