@@ -203,14 +203,20 @@ SIGNATURES = (
     # ("Your GPU does not support Int8 Matmul!" on Pascal/Volta; github.com/bitsandbytes-foundation/bitsandbytes/issues/131),
     # Hopper before 0.40 (csrc/ops.cu prints "cuBLAS API failed with status 15", functional.py raises "cublasLt ran into an
     # error!"; github.com/bitsandbytes-foundation/bitsandbytes/issues/599)
-    Signature("quantized-fails", r"Your GPU does not support Int8 Matmul|cublasLt ran into an error|cuBLAS API failed with status \d+",
+    # (and its warning on GPUs below sm_75 from 0.38 on: "Compute capability < 7.5 detected! Only slow 8-bit matmul is
+    # supported for your GPU!"; github.com/bitsandbytes-foundation/bitsandbytes/issues/529)
+    Signature("quantized-fails", r"Your GPU does not support Int8 Matmul|cublasLt ran into an error|cuBLAS API failed with status \d+|"
+                                 r"Only slow 8-bit matmul is supported for your GPU",
               # cuBLAS's own words for an argument its caller got wrong: the calling code's bug, not the GPU's int8 layout
               unless=(r"On entry to \w+ parameter number \d+ had an illegal value",),
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
-    Signature("quantized-fails", r"Using `bitsandbytes` (4|8)-bit quantization requires (Accelerate|the latest version of bitsandbytes)|"
+    # (older releases: "Using `load_in_8bit=True` requires Accelerate: ... and the latest version of bitsandbytes", raised
+    # where bitsandbytes finds no CUDA, on a Mac too: github.com/bitsandbytes-foundation/bitsandbytes/issues/837)
+    Signature("quantized-fails", r"Using `(bitsandbytes` (4|8)-bit quantization|load_in_(4|8)bit=True`) requires "
+                                 r"(Accelerate|the latest version of bitsandbytes)|"
                                  r"No GPU found\. A GPU is needed for quantization",
               cause="transformers finds no usable bitsandbytes: not installed, too old, or no CUDA GPU for it",
               remedies=EXPLAIN_REMEDIES[::-1]),

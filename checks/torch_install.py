@@ -317,6 +317,8 @@ SIGNATURES = (
               r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
+              # any library of its own lib folder (old releases' libATen.so.1, libTH.so)
+              r"torch[\\/]+lib[\\/]+lib\w+\.so[.\d]*: (cannot open shared object file|undefined symbol)|"
               # NCCL's own symbols are looked up by torch's libtorch_cuda: an NCCL of another CUDA or release loaded first
               # (cu11 and cu12 wheels mixed; github.com/pytorch/pytorch/issues/119932 "undefined symbol: ncclCommRegister")
               r"undefined symbol:? ?nccl[A-Z]\w+",
@@ -337,8 +339,10 @@ SIGNATURES = (
               cause="torch (or a module beside it) was built against numpy 1.x and numpy 2 is installed",
               remedies=(NUMPY_BELOW_2,)),
     # A compiled module and the numpy beside it disagree on numpy's struct sizes (a module built for numpy 2 on numpy 1, as a
-    # notebook's pip leaves Colab: "Expected 96 from C header, got 88 from PyObject")
-    Signature("numpy-abi", r"numpy\.dtype size changed, may indicate binary incompatibility",
+    # notebook's pip leaves Colab: "Expected 96 from C header, got 88 from PyObject"). Raised, not warned: as a
+    # RuntimeWarning it is Cython's size check on an older numpy, harmless, which numpy's own __init__ filters out
+    # (`warnings.filterwarnings("ignore", message="numpy.dtype size changed")`)
+    Signature("numpy-abi", r"(?<!Warning: )numpy\.dtype size changed, may indicate binary incompatibility",
               cause="a compiled module was built against another numpy than the one installed (numpy 1 and 2 mixed)",
               remedies=(Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall "
                                "them for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match"),)),

@@ -310,6 +310,28 @@ def test_colours_progress_bars_and_windows_paths_are_read_through() -> None:
     assert error.paths == ["C:/Users/me/venv/Lib/site-packages/torch/nn/functional.py"]
 
 
+def test_macos_missing_symbols_read_as_linuxs_undefined_symbols() -> None:
+    """dyld's "dlopen(<library>, <mode>): Symbol not found: __Z..." is glibc's "<library>: undefined symbol: _Z...": torch's own
+    library is torch-install's, a companion's is extension-abi's, on either system."""
+    torch_own = "/Users/me/venv/lib/python3.11/site-packages/torch/_C.so"
+    companion = "/Users/me/venv/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.so"
+    symbol = "_ZN2at14RecordFunctionC1ENS_11RecordScopeEb"
+    for library, want in ((torch_own, "torch-install"), (companion, "extension-abi")):
+        mac = "OSError: dlopen(%s, 0x0006): Symbol not found: _%s\n  Referenced from: %s\n" % (library, symbol, library)
+        linux = "OSError: %s: undefined symbol: %s\n" % (library.replace("/Users/", "/home/"), symbol)
+        assert canonical(mac.splitlines()[0]) == "OSError: %s: undefined symbol: %s" % (library, symbol)
+        assert top(mac) == top(linux) == want
+
+
+def test_numpys_size_check_counts_when_raised_not_when_warned() -> None:
+    """Cython's size check as a RuntimeWarning is harmless (numpy filters it itself); raised, it is numpy 1 and 2 mixed."""
+    message = "numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject"
+    warned = ("/x/lib/python3.6/importlib/_bootstrap.py:219: RuntimeWarning: %s\n  return f(*args, **kwds)\n" % message
+              + _traceback("RuntimeError: CUDA error (10): invalid device ordinal", "/x/main.py"))
+    assert top("ValueError: " + message) == "torch-install"
+    assert code_of(warned) != ("torch-install", "numpy-abi")
+
+
 def test_interleaved_ranks_are_read_one_rank_at_a_time() -> None:
     text = "\n".join([
         "[rank1]: Traceback (most recent call last):",

@@ -32,15 +32,21 @@ _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
 _FULL_WIDTH = str.maketrans("（）：，＇＂［］", "():,'\"[]")
 _RETYPED = re.compile(r"\((bfloat16|half|float)\)", re.IGNORECASE)
 _RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
+# macOS's loader says what glibc's says as "<library>: undefined symbol: <symbol>", with the symbol's Mach-O underscore
+# ("dlopen(/.../torchaudio/lib/libtorchaudio.so, 0x0006): Symbol not found: __ZN2at14RecordFunction...", dyld(1))
+_DYLD = re.compile(r"dlopen\(([^,()\n]+), \w+\): Symbol not found: _(\w+)")
 
 
 def canonical(text: str) -> str:
-    """The message with every dtype spelled as its scalar type name, and the quotes that a repr
-    or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes."""
+    """The message with every dtype spelled as its scalar type name, the quotes that a repr
+    or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes, and macOS's missing symbol as
+    Linux's."""
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
     if "&" in text and ";" in text:  # copied out of a web page's source or an HTML export: &#39;Half&#39;, &quot;
         text = html.unescape(text)
+    if "Symbol not found" in text:
+        text = _DYLD.sub(r"\1: undefined symbol: \2", text)
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
