@@ -159,6 +159,14 @@ def test_cublas_init_failure_is_device_memory_beside_an_oom_hint_and_cublas_othe
     assert top(_traceback(alloc, frame, before="watching nvidia-smi, VRAM climbs to 24G then it fails\n")) == "device-memory"
 
 
+def test_a_gemm_refused_is_cublas_unless_the_log_shows_its_shapes_do_not_fit() -> None:
+    message = "RuntimeError: CUDA error: CUBLAS_STATUS_INVALID_VALUE when calling `cublasSgemm( handle, opa, opb, m, n, k, ...)`"
+    frame = SITE + "torch/nn/functional.py"
+    assert top(_traceback(message, frame)) == "cublas"
+    cpu = "on the CPU the same cell says: RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x4 and 5x11)\n"
+    assert top(_traceback(message, frame, before=cpu)) == "none"
+
+
 def test_float8_promotion_is_dora_fp8_from_an_adapter_and_fp8_from_plain_math() -> None:
     message = "RuntimeError: Promotion for Float8 Types is not supported, attempted to promote Float8_e4m3fn and Half"
     assert top(_traceback(message, "/home/me/OneTrainer/modules/module/LoRAModule.py")) == "dora-fp8"

@@ -27,6 +27,10 @@ LIBRARY_REMEDIES = (LIBRARY_FOR_THIS_GPU, EXPLAIN_REMEDIES[1])  # its release fi
 # A cuBLAS/cuDNN error after a device-side assert is that assert's echo: CUDA reports a kernel's failure at the next
 # API call, often cublasCreate (an embedding index out of range: github.com/huggingface/transformers/issues/6263).
 AFTER_ASSERT = r"device-side assert|Assertion `[^`]*` failed|index out of range|indexSelect\w*Kernel|srcIndex < srcSelectDimSize"
+# A GEMM whose operands' shapes do not fit: on the CPU the same call says so ("mat1 and mat2 shapes cannot be multiplied
+# (8x4 and 5x11)"; before 1.7 "size mismatch, m1: [...], m2: [...]"), on CUDA it reaches cuBLAS as INVALID_VALUE
+# (github.com/pytorch/pytorch/issues/64920): the calling code's shapes, not cuBLAS
+SHAPES_DO_NOT_FIT = r"shapes cannot be multiplied|size mismatch, m1:|(?i:mismatched (tensor )?shapes|shape mismatch)"
 
 # Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
 SIGNATURES = (
@@ -39,7 +43,7 @@ SIGNATURES = (
     Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
-              unless=(AFTER_ASSERT,)),
+              unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT)),
     # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
     Signature("cudnn-failed", r"CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
