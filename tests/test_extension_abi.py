@@ -539,15 +539,15 @@ def with_gpu(name: str, capability: str) -> Target:
 def test_the_companions_fat_binaries_are_read_from_their_files() -> None:
     """Recorded from the real wheels (torchvision 0.27.0 and torchaudio 2.11.0 cu130 builds, xformers 0.0.33.post2):
     each compiled file with CUDA code and the architectures its fat binaries hold; files without any (torchvision's
-    image.so) are left out. bitsandbytes' libraries were not read when this was recorded (on a CPU torch it loads none
-    of them: test_bitsandbytes_is_judged_by_the_library_it_loads)."""
+    image.so) are left out."""
     archs = {e["name"]: e.get("cuda_archs") for e in facts_of(OLD, ID)["extensions"]}
     assert archs["torchvision"] == {"_C.so": TORCHVISION_CU130_ARCHS}
     assert archs["torchaudio"] == {"lib/libtorchaudio.abi3.so": TORCHVISION_CU130_ARCHS,
                                    "lib/torchaudio_prefixctc.abi3.so": TORCHVISION_CU130_ARCHS}
-    assert archs["xformers"] == {"_C.so": ["sm_75", "sm_80", "compute_80", "sm_90"],
-                                 "flash_attn_3/_C.so": ["sm_80", "compute_80", "sm_90"]}
-    assert archs["bitsandbytes"] is None
+    # xformers' Hopper code is the architecture-specific sm_90a (as cuobjdump 13.5 lists its cubins), runnable on 9.0 only
+    assert archs["xformers"] == {"_C.so": ["sm_75", "sm_80", "compute_80", "sm_90a"],
+                                 "flash_attn_3/_C.so": ["sm_80", "compute_80", "sm_90a"]}
+    assert archs["bitsandbytes"] == {}  # on a CPU torch it loads none of its CUDA libraries
 
 
 @pytest.mark.parametrize("gpu, capability, lacking", [
@@ -563,8 +563,8 @@ def test_a_companion_without_code_for_a_gpu_is_named(gpu: str, capability: str, 
         xformers = of(findings, "no-kernel-for-gpu", "xformers")
         assert xformers.severity is Severity.ERROR
         assert xformers.title == "xformers 0.0.33.post2 has no CUDA code for NVIDIA GeForce GTX 1080 (sm_61): its compiled kernels cannot run there"
-        assert xformers.evidence[:2] == ("_C.so: CUDA code for sm_75 sm_80 compute_80 sm_90",
-                                         "flash_attn_3/_C.so: CUDA code for sm_80 compute_80 sm_90")
+        assert xformers.evidence[:2] == ("_C.so: CUDA code for sm_75 sm_80 compute_80 sm_90a",
+                                         "flash_attn_3/_C.so: CUDA code for sm_80 compute_80 sm_90a")
         assert "no kernel image is available for execution on the device" in xformers.evidence[2]
         assert xformers.remedies[-1].id == "build-extension-for-gpu" and "TORCH_CUDA_ARCH_LIST=6.1" in xformers.remedies[-1].summary
 
@@ -652,6 +652,32 @@ def test_bitsandbytes_is_judged_by_the_library_it_loads(bitsandbytes_libraries: 
 
 
 @pytest.mark.slow
+def test_the_fat_binary_reader_agrees_with_cuobjdump(bitsandbytes_libraries: Path, tmp_path: Path) -> None:
+    """NVIDIA's own cuobjdump (its PyPI wheel, nvidia-cuda-cuobjdump) lists the cubins and PTX of each of bitsandbytes'
+    libraries it can read: the reader finds the same architectures, compressed entries included."""
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", "--platform",
+                    "manylinux_2_17_x86_64", "-d", str(tmp_path), "nvidia-cuda-cuobjdump==13.5.37"], check=True, capture_output=True)
+    [wheel] = tmp_path.glob("nvidia_cuda_cuobjdump-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith("bin/cuobjdump")]
+        tool = Path(archive.extract(name, tmp_path))
+    tool.chmod(0o755)
+    from envdoctor.target.probekit.fatbin import cuda_archs
+
+    compared = []
+    for library in sorted(bitsandbytes_libraries.glob("libbitsandbytes_cuda*.so")):
+        proc = subprocess.run([str(tool), "-all", "--list-elf", "--list-ptx", str(library)], capture_output=True, text=True)
+        if "fatal" in proc.stderr:  # cuobjdump 13.5 stops at the first entry of the CUDA 12.1 build ("Invalid ELF")
+            continue
+        listed = {("compute_" if kind == "ptx" else "sm_") + arch for arch, kind in re.findall(r"\.sm_(\w+)\.(cubin|ptx)$", proc.stdout, re.M)}
+        assert listed and set(cuda_archs(str(library)) or ()) == listed, library.name
+        compared.append(library.name)
+    assert len(compared) >= 6, compared
+
+
+@pytest.mark.slow
 def test_a_windows_dll_reads_as_its_linux_build(tmp_path: Path) -> None:
     """xformers 0.0.33.post2's Windows wheel as pip downloads it: its _C.pyd (a PE file, the fat binaries in a section
     cut to `.nv_fatb`) holds code for the same architectures as the Linux wheel's _C.so recorded in OLD."""
@@ -666,4 +692,4 @@ def test_a_windows_dll_reads_as_its_linux_build(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         archive.extract("xformers/_C.pyd", tmp_path)
     linux = next(e for e in facts_of(OLD, ID)["extensions"] if e["name"] == "xformers")["cuda_archs"]["_C.so"]
-    assert cuda_archs(str(tmp_path / "xformers" / "_C.pyd")) == linux == ["sm_75", "sm_80", "compute_80", "sm_90"]
+    assert cuda_archs(str(tmp_path / "xformers" / "_C.pyd")) == linux == ["sm_75", "sm_80", "compute_80", "sm_90a"]

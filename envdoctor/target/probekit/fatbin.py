@@ -5,9 +5,11 @@ libtorch_cuda.so costs a few hundred small reads).
 
 Layout (little endian): a fat binary is a header {u32 magic 0xBA55ED50, u16 version, u16 header size, u64 size
 of the entries} and entries {u16 kind (1 PTX, 2 ELF cubin), u16, u32 header size, u64 payload size, u32, u32,
-u16 minor, u16 major, u32 arch (e.g. 86), ...}, each header followed by its payload. As documented by
-github.com/n-eiling/cuda-fatbin-decompression (fatbin-decompress.h), and as `cuobjdump --list-elf --list-ptx`
-lists the same files. Stdlib only, Python 3.8+: runs inside the worker.
+u16 minor, u16 major, u32 arch (e.g. 86), u32, u32, u64 flags, ...}, each header followed by its payload. As documented
+by github.com/n-eiling/cuda-fatbin-decompression (fatbin-decompress.h), and as `cuobjdump -all --list-elf --list-ptx`
+lists the same files: a cubin whose flags hold 0x100000 is the architecture-specific variant, which cuobjdump 13.5
+names sm_90a (xformers 0.0.33.post2's _C.so; its plain sm_75/sm_80 entries and bitsandbytes' sm_90 lack the bit).
+Stdlib only, Python 3.8+: runs inside the worker.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ _PE_MAGIC = b"MZ"
 _SECTIONS = (b".nv_fatbin", b"__nv_relfatbin", b".nv_fatb")
 _KINDS = {1: "compute", 2: "sm"}  # PTX, cubin: written as torch.cuda.get_arch_list() writes them
 _MAX_ENTRIES = 10000  # a bound on a corrupt file
+_ARCH_SPECIFIC = 0x100000  # an entry's flag: code for exactly this architecture ("sm_90a"), runs on no other
 
 
 def _elf_sections(f: BinaryIO) -> Iterator[Tuple[bytes, int, int]]:
@@ -65,8 +68,8 @@ def _pe_sections(f: BinaryIO) -> Iterator[Tuple[bytes, int, int]]:
         yield name.rstrip(b"\0"), raw_at, min(virtual_size, raw_size) or raw_size
 
 
-def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int]]:
-    """(kind, arch) of every entry of the fat binaries laid end to end in one section."""
+def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int, str]]:
+    """(kind, arch, suffix) of every entry of the fat binaries laid end to end in one section."""
     at, end, seen = start, start + size, 0
     while at + 16 <= end and seen < _MAX_ENTRIES:
         f.seek(at)
@@ -75,12 +78,12 @@ def _entries(f: BinaryIO, start: int, size: int) -> Iterator[Tuple[int, int]]:
             at += 8  # fat binaries are 8-byte aligned; padding may sit between them
             continue
         entry, last = at + header_size, min(at + header_size + fat_size, end)
-        while entry + 32 <= last and seen < _MAX_ENTRIES:
+        while entry + 48 <= last and seen < _MAX_ENTRIES:
             f.seek(entry)
-            kind, _, entry_header, payload, _, _, _, _, arch = struct.unpack("<HHIQIIHHI", f.read(32))
-            if entry_header < 32:
+            kind, _, entry_header, payload, _, _, _, _, arch, _, _, flags = struct.unpack("<HHIQIIHHIIIQ", f.read(48))
+            if entry_header < 48:
                 break
-            yield kind, arch
+            yield kind, arch, "a" if flags & _ARCH_SPECIFIC else ""
             seen += 1
             entry += entry_header + payload
         at = at + header_size + fat_size if fat_size else at + 8
@@ -96,11 +99,11 @@ def cuda_archs(path: str) -> Optional[List[str]]:
             if sections is None:
                 return None
             f.seek(0)
-            found: Set[Tuple[int, int]] = set()
+            found: Set[Tuple[int, int, str]] = set()
             for name, offset, size in list(sections(f)):
                 if name in _SECTIONS and size:
                     found.update(_entries(f, offset, size))
     except (OSError, struct.error):
         return None
-    archs = {"%s_%d" % (_KINDS[kind], arch) for kind, arch in found if kind in _KINDS and arch}
-    return sorted(archs, key=lambda a: (int(a.split("_")[1]), a.startswith("compute")))
+    archs = {"%s_%d%s" % (_KINDS[kind], arch, suffix) for kind, arch, suffix in found if kind in _KINDS and arch}
+    return sorted(archs, key=lambda a: (int(a.split("_")[1].rstrip("a")), a.startswith("compute"), a))
