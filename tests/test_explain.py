@@ -531,6 +531,19 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("torch-install--pytorch-0112-conda-update-c-so-undefined-thcslongtensor", "torch-import-failed"),
     ("torch-install--sdnext-arc-a750-torch-not-compiled-with-xpu-cpu-torch", "cpu-only-torch"),
     ("torch-install--pytorch-nightly-xpu-a770-is-available-false-cpu-binary", "cpu-only-torch"),  # a REPL's answer
+    # from dev-26: macOS's loader on a companion's and on torch's own library, an old torch's libATen, bitsandbytes' slow
+    # int8 warning, transformers' older load_in_8bit guard
+    ("extension-abi--torchaudio-nightly-stale-macos", "import-fails"),
+    ("torch-install--pytorch-1228-macos-symbol-not-found-source-build", "torch-import-failed"),
+    ("torch-install--pytorch-2172-libaten-undefined-symbol-stale-build", "torch-import-failed"),
+    ("quantized-base--bnb-int8-compute-capability-below-7.5", "quantized-fails"),
+    ("quantized-base--bnb-macos-importerror-accelerate", "quantized-fails"),
+    # from dev-27: torch's C ABI symbol missing on a Mac, Windows' entry-point dialog, NCCL's SIGBUS under gdb in another
+    # framework, an engine's lowercase "cuda: out of memory"
+    ("extension-abi--microwakeword-torchaudio-torch-library-impl-mac", "import-fails"),
+    ("extension-abi--xformers-c-pyd-entry-point-torch27-portable", "import-fails"),
+    ("distributed--jax-toolbox-183-ncclshmopen-sigbus-shm-size", "shm-small"),
+    ("device-memory--internvl-342-awq-8xt4-cuda-oom", "out-of-memory"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -52,6 +52,8 @@ SIGNATURES = (
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
     Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\b|"  # the same allocator on ROCm and Intel GPUs; told in words too
+                               # (an engine's own report, lowercase: lmdeploy's "cuda: out of memory")
+                               r"\bcuda: out of memory\b|"
                                # an extension's own allocator (tiny-cuda-nn: "cudaMalloc(&rawptr, ...) failed with error out of memory")
                                r"cudaMalloc\w*\([^\n]*\) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)

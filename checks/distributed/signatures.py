@@ -49,8 +49,9 @@ SIGNATURES = (
               remedies=SHM_REMEDIES),
     # NCCL's threads killed by SIGBUS: a write into a /dev/shm segment larger than the container's shared memory (the
     # file is created sparse, the pages fail when touched: "Caught signal 7 (Bus error: nonexistent physical address)"
-    # with ncclGroupEnd/libnccl in the backtrace; github.com/msr-fiddle/pipedream, Docker's 64 MB default)
-    Signature("shm-small", r"signal 7 \(Bus error|\bBus error\b", context=(r"\bnccl\w*\(\)|libnccl\.so",), context_required=True,
+    # with ncclGroupEnd/libnccl in the backtrace; github.com/msr-fiddle/pipedream, Docker's 64 MB default; gdb's
+    # "received signal SIGBUS, Bus error" in ncclShmOpen(char*, ...) inside another framework's copy of NCCL)
+    Signature("shm-small", r"signal 7 \(Bus error|\bBus error\b", context=(r"\bnccl[A-Z]?\w*\(|libnccl\.so",), context_required=True,
               cause="NCCL touched shared memory the container does not have: /dev/shm is smaller than its segments (SIGBUS)",
               remedies=SHM_REMEDIES),
     # The same error with nothing around it that names the call: NCCL's system-call failures are, in order of how

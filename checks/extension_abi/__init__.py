@@ -61,7 +61,8 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
     # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
-    Signature("import-fails", r"undefined symbol: (_Z\S+|cuda\w+|nccl\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
+    # (and torch's C ABI, the shim compiled extensions call since 2.6: torch_library_impl, aoti_torch_*)
+    Signature("import-fails", r"undefined symbol: (_Z\S+|cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
@@ -120,6 +121,13 @@ SIGNATURES = (
               frames=(r"(^|/)(?!torch/)\w[\w.-]*/[\w/.-]+\.py$",), frames_required=True,
               unless=(r"torch[/\\]+__init__\.py", OTHER_PACKAGES_DLL),
               cause="a compiled extension's own _C was built against another torch (a wheel for another release or a nightly)",
+              remedies=(REINSTALL_EXTENSION,)),
+    # Windows' own dialog for a DLL whose import is missing from what it loaded ("The procedure entry point [?sym@@...]
+    # could not be located in the dynamic link library ...\site-packages\xformers\_C.pyd"): a package's module built
+    # against another torch; torch's own DLLs are torch-install's
+    Signature("import-fails", r"entry point\b.{0,300}?could not be located in the dynamic link library \S*?[\\/]site-packages[\\/]"
+                              r"(?!torch[\\/])\w+[\\/]",
+              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
               remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
