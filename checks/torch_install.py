@@ -324,6 +324,20 @@ SIGNATURES = (
               r"undefined symbol:? ?nccl[A-Z]\w+",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
+    # torch's own libraries need a newer C or C++ runtime than this system (or conda env) has: "version `GLIBC_2.14' not
+    # found (required by .../torch/lib/libshm.so)" on CentOS 6 (github.com/pytorch/pytorch/issues/14274), GLIBCXX_3.4.x
+    # for an old libstdc++ found first
+    Signature("torch-import-failed", r"version .GLIBC(XX)?_[\d.]+' not found \(required by \S*torch[\\/]+(lib[\\/]+)?\S+\)",
+              cause="torch's binaries need a newer glibc (or libstdc++) than this system provides",
+              remedies=(Remedy("Run on a newer OS (glibc 2.28+ for current wheels), in a container, or with a torch release built "
+                               "for this glibc; for GLIBCXX, put a newer libstdc++ first (conda: `conda install -c conda-forge "
+                               "libstdcxx-ng`)", id="newer-glibc"),)),
+    # pip refusing a torch wheel for another platform or Python: a 64-bit wheel on a 32-bit Python, a cp37 wheel on 3.8
+    # (github.com/pytorch/pytorch/issues/16633)
+    Signature("torch-missing", r"\btorch(vision|audio)?-[\w.+-]+\.whl is not a supported wheel on this platform",
+              cause="the torch wheel was built for another Python version, OS or bitness (torch publishes 64-bit builds only)",
+              remedies=(Remedy("Use a 64-bit Python of a version torch publishes wheels for, and let pip pick the wheel "
+                               "(`python -m pip install torch`) instead of a downloaded file", id="supported-python"),)),
     # conda's MKL 2024.1 dropped the ITT symbol conda's libtorch_cpu links (github.com/pytorch/pytorch/issues/123097)
     Signature("torch-import-failed", r"undefined symbol:? ?iJIT_NotifyEvent",
               cause="conda installed MKL 2024.1 or newer beside a torch linked against an older MKL (its ITT symbol is gone)",
@@ -368,6 +382,12 @@ SIGNATURES = (
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     Signature("torch-dll-failed", r"\[WinError 12[67]\]|DLL load failed",
               frames=(r"(^|/)torch/(__init__|_C)\.py",), frames_required=True,
+              cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
+              remedies=(VC_RUNTIME, REINSTALL_TORCH)),
+    # the import torch's own __init__ makes, shown as the traceback's code line where its frame path got mangled (markdown
+    # ate `__init__`'s underscores: "torch_init_.py")
+    Signature("torch-dll-failed", r"DLL load failed(:| while importing _C\b)", context=(r"^\s*from torch\._C import \*",),
+              context_required=True,
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
               remedies=(VC_RUNTIME, REINSTALL_TORCH)),
     Signature("torch-dll-failed", r"\[WinError 12[67]\]", context=(r"torch[\\/]+lib[\\/]+[\w.-]+\.dll",), context_required=True,

@@ -544,6 +544,14 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("extension-abi--xformers-c-pyd-entry-point-torch27-portable", "import-fails"),
     ("distributed--jax-toolbox-183-ncclshmopen-sigbus-shm-size", "shm-small"),
     ("device-memory--internvl-342-awq-8xt4-cuda-oom", "out-of-memory"),
+    # from dev-28: zope refusing the PyPI apex's Python 2 class advice, a library's "install apex from source", torch's
+    # libraries needing a newer glibc, pip refusing a torch wheel for another platform, torch's own `from torch._C import *`
+    # as the code line of a bare Windows DLL failure
+    ("apex--pypi-impostor-class-advice-colab", "apex-impostor"),
+    ("apex--colossalai-fused-rmsnorm-needs-apex", "apex-no-cuda-extensions"),
+    ("torch-install--centos6-glibc214-torch10", "torch-import-failed"),
+    ("torch-install--pytorch-16633-win-amd64-wheel-on-32bit-python", "torch-missing"),
+    ("torch-install--win-dll-load-failed-dup-4518", "torch-dll-failed"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -51,6 +51,18 @@ SIGNATURES = (
     Signature("apex-no-cuda-extensions", r"apex\.[\w.]+ requires cuda extensions",
               cause="apex was built without its CUDA extensions: its fused optimizers need amp_C",
               remedies=(REBUILD,)),
+    # the impostor's apex/interfaces.py calls zope.interface's Python 2 `implements(IApex)`, which Python 3 refuses
+    # ("Class advice impossible in Python3. Use the @implementer class decorator instead."; github.com/NVIDIA/apex/issues/116)
+    Signature("apex-impostor", r"Class advice impossible in Python ?3", frames=(r"apex/interfaces\.py",),
+              cause="the PyPI package named apex (a Pyramid web toolkit for Python 2) is installed instead of NVIDIA apex",
+              remedies=(UNINSTALL_IMPOSTOR,)),
+    # A library's own guard when it cannot import apex's fused kernels (ColossalAI's "Please install apex from source
+    # (https://github.com/NVIDIA/apex) to use the fused RMS normalization kernel"): apex absent, the impostor, or a
+    # Python-only build; the apex check tells which
+    Signature("apex-no-cuda-extensions", r"(?i:please install (NVIDIA )?apex) from source",
+              cause="the library needs NVIDIA apex's compiled kernels and could not import them: apex is missing, is the PyPI "
+                    "impostor, or was built without its CUDA extensions",
+              remedies=(REBUILD,)),
     Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
               cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),
