@@ -338,6 +338,13 @@ SIGNATURES = (
               cause="the torch wheel was built for another Python version, OS or bitness (torch publishes 64-bit builds only)",
               remedies=(Remedy("Use a 64-bit Python of a version torch publishes wheels for, and let pip pick the wheel "
                                "(`python -m pip install torch`) instead of a downloaded file", id="supported-python"),)),
+    # Any shared library torch's own import cannot find (a ROCm wheel's libMIOpen.so.1, libamdhip64, a CUDA library
+    # torch's wheel expects beside it), with torch/__init__.py's frame in view
+    Signature("torch-import-failed", r"lib[\w.+-]+\.so[.\d]*: cannot open shared object file", frames=(r"(^|/)torch/__init__\.py$",),
+              frames_required=True,
+              cause="torch is installed but a shared library its own import needs is not found (a package of its runtime "
+                    "libraries missing, or LD_LIBRARY_PATH not pointing at them)",
+              remedies=(REINSTALL_TORCH,)),
     # conda's MKL 2024.1 dropped the ITT symbol conda's libtorch_cpu links (github.com/pytorch/pytorch/issues/123097)
     Signature("torch-import-failed", r"undefined symbol:? ?iJIT_NotifyEvent",
               cause="conda installed MKL 2024.1 or newer beside a torch linked against an older MKL (its ITT symbol is gone)",

@@ -552,6 +552,11 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("torch-install--centos6-glibc214-torch10", "torch-import-failed"),
     ("torch-install--pytorch-16633-win-amd64-wheel-on-32bit-python", "torch-missing"),
     ("torch-install--win-dll-load-failed-dup-4518", "torch-dll-failed"),
+    # from dev-29: the OOM killer ending a DataLoader worker, DeepSpeed's op builder refusing another CUDA than torch's,
+    # a ROCm wheel's own library missing under torch's import
+    ("device-memory--visdial-dataloader-worker-killed-host-ram", "out-of-memory"),
+    ("extension-abi--mgm-deepspeed-op-builder-cuda-mismatch", "cuda-variant-mismatch"),
+    ("torch-install--gfx1151-libmiopen-ld-library-path", "torch-import-failed"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -80,6 +80,15 @@ SIGNATURES = (
               unless=PROGRAM_GROWTH,
               cause="the GPU's memory ran out (told in words): the batch or model does not fit next to what is resident",
               remedies=EXPLAIN_REMEDIES),
+    # The kernel's OOM killer ending a DataLoader worker: SIGKILL is what Linux sends when host RAM runs out ("DataLoader
+    # worker (pid 22114) is killed by signal: Killed."; github.com/batra-mlp-lab/visdial-challenge-starter-pytorch), each
+    # worker holding its own copy of the dataset
+    Signature("out-of-memory", r"DataLoader worker \(pid[^)]*\) is killed by signal: Killed",
+              cause="the host ran out of RAM and the kernel's OOM killer ended a DataLoader worker (each worker holds its own "
+                    "copy of what the dataset keeps in memory)",
+              remedies=(Remedy("Use fewer DataLoader workers (num_workers) and a smaller prefetch_factor, keep the dataset's "
+                               "in-memory data out of Python lists of objects (numpy arrays, memory maps), or add RAM or swap",
+                               id="fewer-workers"),)),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")
     # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing
