@@ -557,6 +557,11 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("device-memory--visdial-dataloader-worker-killed-host-ram", "out-of-memory"),
     ("extension-abi--mgm-deepspeed-op-builder-cuda-mismatch", "cuda-variant-mismatch"),
     ("torch-install--gfx1151-libmiopen-ld-library-path", "torch-import-failed"),
+    # from dev-30: an apex older than torch 2.0 importing torch._six, CTranslate2 not finding cuDNN 9's libraries,
+    # CTranslate2's own "cuda failed with error out of memory"
+    ("apex--opensora-apex-amp-torch-six-container-abcs", "apex-stale"),
+    ("cublas--whisperx-colab-ctranslate2-cudnn9", "cudnn-failed"),
+    ("device-memory--whisperx-update-cuda-failed-oom", "out-of-memory"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -94,6 +94,11 @@ SIGNATURES = (
               remedies=(NO_AMP, REBUILD)),
     # apex.amp before its fix replaced optimizer.step with a plain function; torch 1.3's LR schedulers wrap the step as a
     # bound method and fail on it (github.com/NVIDIA/apex/issues/552: "update to a newer apex")
+    # torch 2.0 removed torch._six, which apex's amp imported until github.com/NVIDIA/apex/pull/1049: an apex checkout older
+    # than the torch beside it (apex/amp/_amp_state.py: "from torch._six import container_abcs")
+    Signature("apex-stale", r"No module named '?torch\._six'?", context=(r"[\\/]apex[\\/]",), context_required=True,
+              cause="apex is older than the installed torch: it imports torch._six, which torch 2.0 removed",
+              remedies=(REBUILD, NO_AMP)),
     Signature("apex-stale", r"'function' object has no attribute '__self__'", frames=(r"torch/optim/lr_scheduler\.py",),
               frames_required=True,
               cause="an old apex.amp patched optimizer.step as a plain function, which torch's LR schedulers (1.3+) cannot wrap",

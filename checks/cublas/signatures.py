@@ -67,7 +67,9 @@ SIGNATURES = (
               cause="the library's own cuBLAS refused the call: a release built for an older CUDA than this GPU needs, or a compute "
                     "type this GPU's cuBLAS has no kernel for", remedies=LIBRARY_REMEDIES,
               unless=(AFTER_ASSERT,)),
-    Signature("cudnn-failed", r"Could not (load library|locate) cudnn_\w+\.(dll|so[.\d]*)",
+    # (and as CTranslate2 says it on Linux: "Could not load library libcudnn_ops_infer.so.8", "Unable to load any of
+    # {libcudnn_ops.so.9.1.0, ...}": github.com/m-bain/whisperX/issues/901)
+    Signature("cudnn-failed", r"Could not (load library|locate) (lib)?cudnn_\w+\.(dll|so[.\d]*)|Unable to load any of \{libcudnn\w*",
               cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
                     "needs, such as zlibwapi, missing)", remedies=LIBRARY_REMEDIES),
     Signature("cudnn-failed", r"cuDNN version incompatibility",

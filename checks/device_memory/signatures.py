@@ -55,7 +55,8 @@ SIGNATURES = (
                                # (an engine's own report, lowercase: lmdeploy's "cuda: out of memory")
                                r"\bcuda: out of memory\b|"
                                # an extension's own allocator (tiny-cuda-nn: "cudaMalloc(&rawptr, ...) failed with error out of memory")
-                               r"cudaMalloc\w*\([^\n]*\) failed with error out of memory|"
+                               # (CTranslate2, faster-whisper's engine: "cuda failed with error out of memory")
+                               r"(cudaMalloc\w*\([^\n]*\)|\bcuda) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
                                r"Allocation on device \d+ would exceed allowed memory|"
                                # the allocator's report whatever the first words were (IPEX's "Current platform can NOT
