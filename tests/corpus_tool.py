@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from collections import Counter
 from pathlib import Path
@@ -19,12 +18,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_explain import code_of, right  # the test's own verdict, not a copy of it
-from tracebacks import SEPARATOR, Case, cases, load
-
-
-def held_out(source: str) -> bool:
-    """2 in 5 by the address's sha256: the rule every dev-N/holdout-N split so far was made by."""
-    return int(hashlib.sha256(source.encode()).hexdigest(), 16) % 5 < 2
+from tracebacks import SEPARATOR, Case, cases, held_out, load
 
 
 def chosen(names: List[str], corpus: List[Case]) -> Dict[str, List[Case]]:
