@@ -569,6 +569,21 @@ def test_a_companion_without_code_for_a_gpu_is_named(gpu: str, capability: str, 
         assert xformers.remedies[-1].id == "build-extension-for-gpu" and "TORCH_CUDA_ARCH_LIST=6.1" in xformers.remedies[-1].summary
 
 
+def test_architecture_specific_code_is_read_with_its_suffix_and_runs_on_its_own_gpu_only() -> None:
+    """tests/data/fatbin/archs.o (its make.sh: NVIDIA's ptxas and fatbinary 13.5, every entry compressed): cubins for
+    sm_80, sm_90a, sm_100f and sm_120 and PTX for sm_80 and sm_90a, read as cuobjdump 13.5 lists them (the family suffix
+    `f` is not shown there either). Code for sm_90a runs on a 9.0 GPU only, and its PTX compiles for no other."""
+    from envdoctor.target import cuda_tables as ct
+    from envdoctor.target.probekit.fatbin import cuda_archs
+
+    archs = cuda_archs(str(ROOT / "tests" / "data" / "fatbin" / "archs.o"))
+    assert archs == ["sm_80", "compute_80", "sm_90a", "compute_90a", "sm_100", "sm_120"]
+    hopper_only = ["sm_90a", "compute_90a"]
+    assert ct.arch_coverage(hopper_only, (9, 0)) == ("native", "sm_90a")
+    assert ct.arch_coverage(hopper_only, (10, 0)) is None and ct.arch_coverage(hopper_only, (12, 0)) is None
+    assert ct.arch_coverage(["sm_90", "compute_90"], (10, 0)) == ("ptx", "compute_90")
+
+
 def test_the_fat_binary_reader_agrees_with_torchs_own_arch_list(old_torch_python: Path) -> None:
     """torch 2.0.1's cu117 build as pip installs it: the architectures read from libtorch_cuda.so's fat binaries are
     exactly the list torch reports it was built for (recorded in cpu-torch-2.0.1.json: torch._C._cuda_getArchFlags())."""

@@ -7,7 +7,7 @@ Layout (little endian): a fat binary is a header {u32 magic 0xBA55ED50, u16 vers
 of the entries} and entries {u16 kind (1 PTX, 2 ELF cubin), u16, u32 header size, u64 payload size, u32, u32,
 u16 minor, u16 major, u32 arch (e.g. 86), u32, u32, u64 flags, ...}, each header followed by its payload. As documented
 by github.com/n-eiling/cuda-fatbin-decompression (fatbin-decompress.h), and as `cuobjdump -all --list-elf --list-ptx`
-lists the same files: a cubin whose flags hold 0x100000 is the architecture-specific variant, which cuobjdump 13.5
+lists the same files: an entry (cubin or PTX) whose flags hold 0x100000 is the architecture-specific variant, which cuobjdump 13.5
 names sm_90a (xformers 0.0.33.post2's _C.so; its plain sm_75/sm_80 entries and bitsandbytes' sm_90 lack the bit).
 Stdlib only, Python 3.8+: runs inside the worker.
 """
