@@ -6,6 +6,12 @@
         writing signatures against them.
     python tests/corpus_tool.py split N FILE ...
         gives each new case `set: dev-N` or `set: holdout-N` by the hash of its source address (2 in 5 held out).
+    python tests/corpus_tool.py check FILE ...
+        what is wrong with new cases before they join the corpus: a missing or unknown header, an address the corpus or
+        another new case has already, a file name the corpus has; exits 1 when anything is.
+
+A new batch (tests/data/tracebacks/GATHERING.md): `check` it, `score arrival --dir` it before reading any of it, copy it
+into the corpus, `split` it, then write signatures against its dev part only.
 """
 
 from __future__ import annotations
@@ -14,10 +20,10 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Set
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_explain import code_of, right  # the test's own verdict, not a copy of it
+from test_explain import CHECKS, code_of, right  # the test's own verdict, not a copy of it
 from tracebacks import SEPARATOR, Case, cases, held_out, load
 
 
@@ -59,6 +65,43 @@ def split(batch: int, files: List[Path]) -> None:
         print("%s-%d %s" % (which, batch, path.name))
 
 
+OS_NAMES = ("linux", "windows", "macos", "unknown")
+
+
+def problems(files: List[Path], corpus: List[Case], known: Set[str]) -> Dict[str, List[str]]:
+    """{file name: what is wrong with it} for new cases (those without a problem are left out)."""
+    sources = {c.header.get("source") for c in corpus}
+    names = {c.name for c in corpus}
+    seen: Dict[str, str] = {}
+    found: Dict[str, List[str]] = {}
+    for path in files:
+        case = load(path)
+        source = case.header.get("source", "")
+        wrong = [key for key in ("source", "expect", "why", "os", "family") if not case.header.get(key)]
+        if not source.startswith("https://"):
+            wrong.append("source is no https:// address")
+        if source in sources:
+            wrong.append("the corpus has this address already")
+        if source in seen:
+            wrong.append("%s has this address too" % seen[source])
+        seen.setdefault(source, path.name)
+        if path.stem in names:
+            wrong.append("the corpus has a case of this name")
+        if case.expect not in known or not set(case.also) <= known:
+            wrong.append("expect/also names no check: %s" % ", ".join([case.expect, *case.also]))
+        if case.header.get("os") not in OS_NAMES:
+            wrong.append("os is not one of %s" % "/".join(OS_NAMES))
+        if not path.name.startswith(case.expect + "--"):
+            wrong.append("the file name does not start with %s--" % case.expect)
+        if "set" in case.header:
+            wrong.append("it has a set already")
+        if not case.body.strip():
+            wrong.append("no text")
+        if wrong:
+            found[path.name] = wrong
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -70,12 +113,21 @@ def main() -> None:
     splitting = sub.add_parser("split")
     splitting.add_argument("batch", type=int)
     splitting.add_argument("files", nargs="+", type=Path)
+    checking = sub.add_parser("check")
+    checking.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args()
     if args.command == "score":
         corpus = [load(p) for p in sorted(args.dir.glob("*.txt"))] if args.dir else cases()
         score(args.sets, args.by, args.misses, corpus)
-    else:
+    elif args.command == "split":
         split(args.batch, args.files)
+    else:
+        known = {c.id for c in CHECKS} | {"none"}
+        found = problems(args.files, cases(), known)
+        for name, wrong in sorted(found.items()):
+            print("%s: %s" % (name, "; ".join(wrong)))
+        print("%d of %d new cases have a problem" % (len(found), len(args.files)))
+        raise SystemExit(1 if found else 0)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+from pathlib import Path
 from typing import List
 
 import pytest
@@ -89,6 +90,32 @@ def test_every_batch_is_split_by_the_hash_of_its_addresses() -> None:
     held = {c.name for c in HELD_OUT}
     misplaced = {c.name for c in DEV + HELD_OUT if (c.name in held) != held_out(c.header["source"])}
     assert misplaced == MOVED_TO_DEV
+
+
+def test_a_new_batch_is_checked_before_it_joins(tmp_path: Path) -> None:
+    """tests/corpus_tool.py check: what a gatherer got wrong is named, case by case, before any case is scored."""
+    from corpus_tool import problems
+
+    def case(name: str, source: str, expect: str = "none", extra: str = "") -> Path:
+        path = tmp_path / (name + ".txt")
+        path.write_text("source: %s\nexpect: %s\nwhy: the thread settled it\nos: linux\nfamily: users-sample-x\n%s----\n"
+                        "RuntimeError: x\n" % (source, expect, extra), encoding="utf-8")
+        return path
+
+    taken = CASES[0]
+    files = [case("none--fresh", "https://github.com/a/b/issues/1"),
+             case("none--again", "https://github.com/a/b/issues/1"),
+             case("none--old-address", taken.header["source"]),
+             case("fp8--wrong-id", "https://github.com/a/b/issues/2", expect="fp9"),
+             case(taken.name, "https://github.com/a/b/issues/3", expect=taken.expect),
+             case("none--split", "https://github.com/a/b/issues/4", extra="set: dev-2\n")]
+    found = problems(files, CASES, {c.id for c in CHECKS} | {"none"})
+    assert sorted(found) == sorted(["fp8--wrong-id.txt", "none--again.txt", "none--old-address.txt", "none--split.txt", taken.name + ".txt"])
+    assert found["none--again.txt"] == ["none--fresh.txt has this address too"]
+    assert found["none--old-address.txt"] == ["the corpus has this address already"]
+    assert found["fp8--wrong-id.txt"] == ["expect/also names no check: fp9", "the file name does not start with fp9--"]
+    assert found[taken.name + ".txt"] == ["the corpus has a case of this name"]
+    assert found["none--split.txt"] == ["it has a set already"]
 
 
 def _score(name: str, cases: List[Case]) -> float:
