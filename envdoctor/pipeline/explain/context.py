@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-from envdoctor.pipeline.explain.reader import LogLine
+from envdoctor.pipeline.explain.reader import LOOSE_CHARS, LogLine
 
 _TORCH_VERSION = re.compile(
     r"(?:\btorch(?:==|[ :=_-]+(?:version)?[ :=]*)|PyTorch version:? *|torch-)v?(?P<v>\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:[.+]\w+)*)", re.I)
@@ -37,7 +37,7 @@ class LogContext:
 def read_context(lines: Sequence[LogLine]) -> LogContext:
     ctx = LogContext()
     for line in lines:
-        text = line.text
+        text = line.text[:LOOSE_CHARS]
         if ctx.torch is None:
             m = _TORCH_VERSION.search(text)
             if m and not text.lstrip().startswith("File "):

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
 from envdoctor.pipeline.explain.context import LogContext, read_context
 from envdoctor.pipeline.explain.involved import Involved, involved
-from envdoctor.pipeline.explain.reader import LogExcerpt, LogLine
+from envdoctor.pipeline.explain.reader import LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors
 from envdoctor.target.model import Check, Remedy, Signature
@@ -27,9 +27,6 @@ from envdoctor.target.model import Check, Remedy, Signature
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
 CONTEXT_AFTER = 20
 LOOSE_LINES = 1000  # the log's last kept lines read for messages without an exception type
-# Of such a line (and of the lines around an error, for context), the first characters: a message people paste is
-# short, and the rest of a 4,000-character line is data (base64, minified JSON) that every pattern would scan
-LOOSE_CHARS = 1000
 _BASE = {"traceback": 0.6, "cpp": 0.6, "bare": 0.5, "line": 0.4}
 _FRAMES_HIT = 0.2
 _CONTEXT_HIT = 0.15

@@ -28,6 +28,10 @@ from typing import IO, Deque, Iterable, List, Optional, Tuple
 
 CHUNK = 1 << 20
 MAX_LINE = 4000  # characters kept of one line (a minified JSON line, a binary blob)
+# Of a line read as a message without an exception type, or for what the run said (context), the first characters: a
+# message people paste is short, and the rest of a 4,000-character line is data (base64, minified JSON) that every
+# pattern would scan
+LOOSE_CHARS = 1000
 BEFORE = 80  # lines kept before the first error word of a window (what led to it: an OOM report, a launch line)
 AFTER = 60  # lines kept after the last one
 MAX_KEPT = 20000  # lines kept in all: the newest windows win (the fatal traceback is at the end)
