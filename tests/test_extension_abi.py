@@ -634,15 +634,15 @@ def bitsandbytes_libraries(tmp_path_factory: Any) -> Path:
 def bitsandbytes_read(folder: Path, torch_cuda: Any) -> Dict[str, Any]:
     """extension-abi's entry for bitsandbytes as the probe reads its files beside a torch of this CUDA release."""
     probe = sys.modules["envdoctor.checks.extension_abi.probe"]
-    loaded = probe._compiled_archs(str(folder), (), probe._loaded_library("bitsandbytes", torch_cuda))
-    return {"name": "bitsandbytes", "dist": "bitsandbytes", "version": "0.50.2", "cuda_archs": loaded,
-            "cuda_archs_unloaded": probe._bnb_alternatives(str(folder), torch_cuda, loaded)}
+    loaded, unloaded = probe._bnb_archs(str(folder), torch_cuda)
+    return {"name": "bitsandbytes", "dist": "bitsandbytes", "version": "0.50.2", "cuda_archs": loaded, "cuda_archs_unloaded": unloaded}
 
 
 @pytest.mark.slow
 def test_bitsandbytes_is_judged_by_the_library_it_loads(bitsandbytes_libraries: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bitsandbytes ships a library per CUDA release and loads the one of torch's CUDA: 0.50.2's CUDA 12.8 library
     dropped Pascal (sm_60), its 12.6 one kept it; its CUDA 13 libraries start at Turing (sm_75). A CPU torch loads none."""
+    monkeypatch.delenv("BNB_CUDA_VERSION", raising=False)  # the probe reads it: not the test machine's
     cu128 = bitsandbytes_read(bitsandbytes_libraries, "12.8")
     assert cu128["cuda_archs"] == {"libbitsandbytes_cuda128.so": ["sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100",
                                                                   "sm_120", "compute_120"]}

@@ -162,12 +162,11 @@ def build_remedies(facts: Dict[str, Any], env: Target, why: str, uninstall_first
                  % torch_version)
     else:
         needs = "needs nvcc %s (= torch.version.cuda of torch %s; setup.py refuses another version)" % (cuda, torch_version)
-    build_env = {"APEX_CPP_EXT": "1", "APEX_CUDA_EXT": "1"}
-    arch = "TORCH_CUDA_ARCH_LIST=%s " % shlex.quote(arch_list) if arch_list else ""
-    if arch_list:
-        build_env = {"TORCH_CUDA_ARCH_LIST": arch_list, **build_env}
-    env_form = "%sAPEX_CPP_EXT=1 APEX_CUDA_EXT=1 %s" % (
-        arch, pip_command(env.python, "install", "-v", "--no-build-isolation", ".", installer=env.installer))
+    arch_env = {"TORCH_CUDA_ARCH_LIST": arch_list} if arch_list else {}
+    build_env = {**arch_env, "APEX_CPP_EXT": "1", "APEX_CUDA_EXT": "1"}
+    arch = "".join("%s=%s " % (k, shlex.quote(v)) for k, v in arch_env.items())
+    env_form = "".join("%s=%s " % (k, shlex.quote(v)) for k, v in build_env.items()) + pip_command(
+        env.python, "install", "-v", "--no-build-isolation", ".", installer=env.installer)
     steps: Tuple[str, ...] = (pip_command(env.python, "uninstall", "-y", "apex", installer=env.installer),) if uninstall_first else ()
     steps += ("git clone %s" % NVIDIA_REPO, "cd apex", env_form)
     pip_version = release_tuple(facts.get("pip"))
@@ -244,7 +243,6 @@ def _norm_failures(facts: Dict[str, Any]) -> List[Dict[str, Any]]:
     ext_errors = _extension_errors(facts)
     return [o for o in facts.get("ops") or () if not o.get("ok") and not _extension_failure(o.get("error") or "", ext_errors)
             and not _NO_KERNEL_RE.search(o.get("error") or "")]
-
 
 
 def _wrong_arch(facts: Dict[str, Any], env: Target, route: Dict[str, Any]) -> List[Finding]:

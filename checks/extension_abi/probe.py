@@ -48,24 +48,18 @@ def _bnb_library(cuda: str) -> Pattern[str]:
     return re.compile(r"libbitsandbytes_cuda%s(_nocublaslt)?\.(so|dll)$" % cuda if cuda else r"(?!)")
 
 
-def _loaded_library(name: str, torch_cuda: Optional[str]) -> Optional[Pattern[str]]:
-    """For bitsandbytes, which of its files it loads: it ships one library per CUDA release and loads the one named for
-    torch's CUDA (`libbitsandbytes_cuda128.so` for 12.8), or for BNB_CUDA_VERSION where that is set
-    (bitsandbytes/cextension.py, get_cuda_bnb_library_path; github.com/bitsandbytes-foundation/bitsandbytes). With a
-    CPU or ROCm torch it loads no CUDA library: none is read. None for the other packages: all their files are theirs."""
-    if name != "bitsandbytes":
-        return None
-    return _bnb_library(re.sub(r"\D", "", os.environ.get("BNB_CUDA_VERSION") or torch_cuda or ""))
-
-
-def _bnb_alternatives(directory: Optional[str], torch_cuda: Optional[str], loaded: Dict[str, List[str]]) -> Dict[str, List[str]]:
-    """bitsandbytes' libraries for the other releases of torch's CUDA major version, which torch's own CUDA runtime
-    loads too (CUDA minor version compatibility): BNB_CUDA_VERSION picks one where the loaded one lacks a GPU's code."""
+def _bnb_archs(directory: Optional[str], torch_cuda: Optional[str]) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+    """bitsandbytes ships one library per CUDA release and loads the one named for torch's CUDA
+    (`libbitsandbytes_cuda128.so` for 12.8), or for BNB_CUDA_VERSION where that is set (bitsandbytes/cextension.py,
+    get_cuda_bnb_library_path; github.com/bitsandbytes-foundation/bitsandbytes); with a CPU or ROCm torch, none. The
+    architectures of that one, and of its siblings for torch's CUDA major version, which torch's own CUDA runtime loads
+    too (CUDA minor version compatibility): BNB_CUDA_VERSION picks one where the loaded one lacks a GPU's code."""
+    loaded = _compiled_archs(directory, (), _bnb_library(re.sub(r"\D", "", os.environ.get("BNB_CUDA_VERSION") or torch_cuda or "")))
     major = (torch_cuda or "").split(".")[0]
     if not major.isdigit():
-        return {}
-    found = _compiled_archs(directory, (), _bnb_library(r"%s\d" % major))
-    return {f: a for f, a in found.items() if f not in loaded}
+        return loaded, {}
+    siblings = _compiled_archs(directory, (), _bnb_library(r"%s\d" % major))
+    return loaded, {f: a for f, a in siblings.items() if f not in loaded}
 
 
 def _compiled_archs(directory: Optional[str], modules: Tuple[str, ...], only: Optional[Pattern[str]] = None) -> Dict[str, List[str]]:
@@ -214,10 +208,10 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if name == "xformers":
             entry["built_for"] = _xformers_built_for(directory)
         if name in ARCH_READ:
-            torch_cuda = facts["torch"].get("cuda")
-            entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name], _loaded_library(name, torch_cuda))
             if name == "bitsandbytes":
-                entry["cuda_archs_unloaded"] = _bnb_alternatives(directory, torch_cuda, entry["cuda_archs"])
+                entry["cuda_archs"], entry["cuda_archs_unloaded"] = _bnb_archs(directory, facts["torch"].get("cuda"))
+            else:
+                entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name])
         facts["extensions"].append(entry)
         pin = _the_pinned_triton(facts["torch"], version) if name == "triton" else None
         if pin:
