@@ -442,6 +442,14 @@ SIGNATURES = (
     Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|Feature '\.bf16' requires \.target sm_80",
               cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0",
               remedies=BF16_REMEDIES),
+    # torch's memory-efficient attention finds no cutlass kernel for the dtype on this GPU: it has no bf16 kernels
+    # below sm_80 (aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h; V100 and T4 in
+    # github.com/meta-pytorch/gpt-fast/issues/49, where float16 works)
+    Signature("bf16-unsupported", r"cutlassF: no kernel found to launch",
+              unless=(r"xFormers wasn't built with CUDA|not built with CUDA support",),
+              cause="scaled_dot_product_attention's memory-efficient kernel has no bf16 kernel below compute capability "
+                    "8.0 (V100, T4, RTX 20xx); run attention in float16 or fp32",
+              remedies=BF16_REMEDIES),
     # Apple MPS before macOS 14 has no bf16: "TypeError: BFloat16 is not supported on MPS"
     # (github.com/hiyouga/LlamaFactory/issues/2090)
     Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14",

@@ -602,6 +602,10 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("apex--opensora-apex-amp-torch-six-container-abcs", "apex-stale"),
     ("cublas--whisperx-colab-ctranslate2-cudnn9", "cudnn-failed"),
     ("device-memory--whisperx-update-cuda-failed-oom", "out-of-memory"),
+    # from dev-28 (stop 38): torch's memory-efficient attention without a bf16 kernel below sm_80, and the same words
+    # under an xformers that was never built with CUDA
+    ("bf16-support--fishspeech-cutlassf-no-kernel", "bf16-unsupported"),
+    ("extension-abi--comfyui-depthanything-v2-rtx5090-xformers-not-built-with-cuda", "extension-not-loaded"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]
