@@ -606,6 +606,9 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     # under an xformers that was never built with CUDA
     ("bf16-support--fishspeech-cutlassf-no-kernel", "bf16-unsupported"),
     ("extension-abi--comfyui-depthanything-v2-rtx5090-xformers-not-built-with-cuda", "extension-not-loaded"),
+    # from dev-27 and dev-29: a process ended by SIGBUS (shared memory) and by SIGKILL (the OOM killer), as launchers say it
+    ("distributed--tgi-446-download-signal-7-no-shm", "shm-small"),
+    ("device-memory--llamafactory-deepspeed-z3-offload-return-code-9-host-ram", "out-of-memory"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

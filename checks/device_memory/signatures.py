@@ -90,6 +90,17 @@ SIGNATURES = (
               remedies=(Remedy("Use fewer DataLoader workers (num_workers) and a smaller prefetch_factor, keep the dataset's "
                                "in-memory data out of Python lists of objects (numpy arrays, memory maps), or add RAM or swap",
                                id="fewer-workers"),)),
+    # A training process itself ended by SIGKILL, as its launcher reports it: DeepSpeed's "exits with return code = -9",
+    # torchrun's "exitcode  : -9" / "Signal 9 (SIGKILL) received by PID", subprocess' "died with <Signals.SIGKILL: 9>",
+    # a shell's exit code 137 (128 + 9). Linux's OOM killer sends SIGKILL when host RAM runs out: loading full weights in
+    # every rank, ZeRO's CPU offload (github.com/hiyouga/LlamaFactory: "exits with return code = -9" with 252 GB of RAM full)
+    Signature("out-of-memory", r"exits with return code = -9\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received by PID|"
+                               r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b",
+              cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
+                    "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
+                    "'Out of memory: Killed process' when it was",
+              remedies=(Remedy("Give the host's RAM room: load weights with low_cpu_mem_usage / device_map, fewer ranks or "
+                               "DataLoader workers per node, less CPU offload, or more RAM or swap", id="host-ram"),)),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")
     # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing
