@@ -305,7 +305,9 @@ def test_other_failures_get_no_cause() -> None:
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",
                     "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x768 and 1024x10)",
                     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
-                    "RuntimeError: expected scalar type Long but found Float"):
+                    "RuntimeError: expected scalar type Long but found Float",
+                    # Python's own compiled module: the Python install's, not an extension's
+                    "ImportError: DLL load failed while importing _lzma: The specified module could not be found."):
         assert explained(_traceback(message, SITE + "torch/nn/functional.py")).diagnoses == [], message
 
 
@@ -609,6 +611,8 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     # from dev-27 and dev-29: a process ended by SIGBUS (shared memory) and by SIGKILL (the OOM killer), as launchers say it
     ("distributed--tgi-446-download-signal-7-no-shm", "shm-small"),
     ("device-memory--llamafactory-deepspeed-z3-offload-return-code-9-host-ram", "out-of-memory"),
+    # from dev-28: a package's private compiled module that Windows cannot load, told in Chinese
+    ("extension-abi--lmdeploy-turbomind-dll-load-failed-win", "import-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

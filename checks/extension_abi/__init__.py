@@ -41,6 +41,11 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
                      r"deepspeed|vllm)/",)
 
+# CPython's own compiled modules, shipped as .pyd files in a Windows install's DLLs folder
+# (https://docs.python.org/3/using/windows.html): their DLL failures are the Python install's, never an extension's
+PYTHON_OWN_MODULES = (r"_(asyncio|bz2|ctypes|decimal|elementtree|hashlib|lzma|msi|multiprocessing|overlapped|queue|socket|"
+                      r"sqlite3|ssl|tkinter|uuid|wmi|zoneinfo)")
+
 # Another package's compiled module, reached through a companion's import (torchvision imports Pillow): Pillow's
 # _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
 OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b"
@@ -128,6 +133,14 @@ SIGNATURES = (
     Signature("import-fails", r"entry point\b.{0,300}?could not be located in the dynamic link library \S*?[\\/]site-packages[\\/]"
                               r"(?!torch[\\/])\w+[\\/]",
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's private compiled module (`_turbomind`, `_fused`) that Windows cannot load for any reason, in any language
+    # ("DLL load failed while importing _turbomind: 找不到指定的模块"): a DLL it was linked against (the CUDA runtime of
+    # its build) or a torch symbol is missing. Python's own compiled modules (the DLLs folder of a Windows install:
+    # _lzma, _ssl, _sqlite3, _ctypes, ...) and torch's _C are not extensions
+    Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)_\w+" % PYTHON_OWN_MODULES,
+              unless=(OTHER_PACKAGES_DLL,),
+              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
