@@ -288,9 +288,11 @@ SIGNATURES = (
     # (`--fp16_full_eval`) can only be used on CUDA or NPU devices ..." (older: "... can only be used on CUDA
     # devices."); accelerate: "fp16 mixed precision requires a GPU (not 'mps')."
     # CTranslate2 (faster-whisper, whisperX) refusing its float16 compute type on the CPU: "Requested float16 compute type,
-    # but the target device or backend do not support efficient float16 computation"
+    # but the target device or backend do not support efficient float16 computation"; diffusers' DiffusionPipeline.to
+    # (src/diffusers/pipelines/pipeline_utils.py): "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device."
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
                               r"fp16 mixed precision requires a GPU|"
+                              r"Pipelines loaded with `?(torch_)?dtype=Half`? cannot run with `?cpu`? device|"
                               r"Requested float16 compute type, but the target device or backend do not support",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),

@@ -298,6 +298,12 @@ REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch=
                          "missing or come from another build", id="torch-reinstall")
 
 # WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
+SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
+                          "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
+                          "+cuXXX build on a Mac", id="supported-python")
+# macOS's loader on a library built for the other CPU of a Mac: "... (mach-o file, but is an incompatible architecture
+# (have 'x86_64', need 'arm64e'))" (dyld's words, the line often wrapped before "(have")
+MACHO_WRONG_CPU = r"\(have '?(x86_64|arm64e?)'?, need '?(x86_64|arm64e?)'?\)"
 PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
                     "reinstall torch into this interpreter", id="vc-redist")
@@ -311,7 +317,7 @@ NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and
                        "built against numpy 2", id="numpy-downgrade")
 
 SIGNATURES = (
-    Signature("torch-missing", r"No module named '?torch'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
+    Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
               r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
@@ -336,8 +342,24 @@ SIGNATURES = (
     # (github.com/pytorch/pytorch/issues/16633)
     Signature("torch-missing", r"\btorch(vision|audio)?-[\w.+-]+\.whl is not a supported wheel on this platform",
               cause="the torch wheel was built for another Python version, OS or bitness (torch publishes 64-bit builds only)",
-              remedies=(Remedy("Use a 64-bit Python of a version torch publishes wheels for, and let pip pick the wheel "
-                               "(`python -m pip install torch`) instead of a downloaded file", id="supported-python"),)),
+              remedies=(SUPPORTED_PYTHON,)),
+    # No torch release on the index fits this interpreter: pip's "No matching distribution found for torch==1.12.1+cu113"
+    # (a CUDA build asked of a Mac, a Python newer than the release), uv's "torch ... has no wheels with a matching
+    # platform tag (e.g., `macosx_26_0_x86_64`)" (an x86_64 Python under Rosetta: github.com/vllm-project/vllm-metal
+    # issues/379); not where pip could not reach the index at all
+    Signature("torch-missing", r"No matching distribution found for torch(vision|audio)?\b|"
+                               r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
+                               r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag",
+              unless=(r"Could not fetch URL|ProxyError|SSLError|ConnectionError|Temporary failure in name resolution|"
+                      r"Name or service not known|No connection could be made",),
+              cause="no torch release on the index has a wheel for this interpreter: its Python version, CPU (an x86_64 Python "
+                    "under Rosetta on Apple silicon, 32-bit Windows) or OS (a +cuXXX build asked of a Mac) has none",
+              remedies=(SUPPORTED_PYTHON,)),
+    # torch's own libraries built for the other CPU of a Mac (an x86_64 torch under an arm64 Python, or the reverse)
+    Signature("torch-import-failed", MACHO_WRONG_CPU, context=(r"[\\/]torch[\\/]",), context_required=True,
+              cause="this torch was installed for the other CPU architecture of the Mac (x86_64 under Rosetta vs arm64): the "
+                    "Python and torch must both be native arm64 (or both x86_64)",
+              remedies=(REINSTALL_TORCH,)),
     # Any shared library torch's own import cannot find (a ROCm wheel's libMIOpen.so.1, libamdhip64, a CUDA library
     # torch's wheel expects beside it), with torch/__init__.py's frame in view
     Signature("torch-import-failed", r"lib[\w.+-]+\.so[.\d]*: cannot open shared object file", frames=(r"(^|/)torch/__init__\.py$",),
@@ -382,7 +404,8 @@ SIGNATURES = (
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
-    Signature("torch-dll-failed", r'(?i:error loading) \\?"?[^"\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
+    # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)")
+    Signature("torch-dll-failed", r'(?i:error loading|could not find module) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
                                   r'caffe2_nvrtc)\.dll',
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",

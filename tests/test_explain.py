@@ -264,6 +264,14 @@ def test_an_fp8_capability_gate_is_read_by_structure_in_any_tools_words() -> Non
     assert top("fp8 weights load fine and the images are right\n") == "none"
 
 
+def test_an_allocation_no_gpu_could_hold_is_not_memory_pressure() -> None:
+    """A size computed wrong (dev-31: "Tried to allocate more than 1EB memory" after an NCCL timeout) is no full GPU."""
+    [case] = [c for c in CASES if c.name == "none--nccl-timeout-then-oom-more-than-1eb-cascade"]
+    assert code_of(case.body) == ("none", "")
+    assert top("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB") == "device-memory"
+    assert top("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 81920.00 GiB") == "none"
+
+
 def test_an_out_of_memory_the_log_shows_growing_or_only_in_evaluation_is_the_programs() -> None:
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB.\n"
     assert top(oom) == "device-memory"
@@ -290,6 +298,17 @@ def test_cuda_unavailable_told_in_words_has_three_readings_and_torch_loads_own_w
                "you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu')\n") == "none"
 
 
+def test_torchs_capability_warning_is_a_false_alarm_for_a_later_minor_of_the_newest_capability_built() -> None:
+    """GB10 (12.1) under a torch built up to 12.0 runs its sm_120 cubins; a Pascal card under a torch that starts at 7.0
+    does not (two real cases each, dev-31 and dev-24..28)."""
+    by_name = {c.name: c for c in CASES}
+    for name in ("none--pytorch-gb10-capability-warning-false-positive", "none--unsloth-gb10-warning-fa2-fallback"):
+        assert code_of(by_name[name].body) == ("none", ""), name
+    for name in ("cuda-compat--kaggle-p100-sm60-torch-cu128-sm70-minimum",
+                 "cuda-compat--comfyui-docker-gtx1080ti-sm61-torch-cu128-needs-cu126"):
+        assert code_of(by_name[name].body) == ("cuda-compat", "no-kernel-image"), name
+
+
 def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_printed() -> None:
     for text, want in (("RuntimeError: CUDA error 35 (cudaLaunchKernel)\n", ("cuda-compat", "driver-too-old")),
                        ("RuntimeError: cuda_error: 803\n", ("cuda-compat", "driver-library-mismatch")),
@@ -306,6 +325,8 @@ def test_other_failures_get_no_cause() -> None:
                     "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x768 and 1024x10)",
                     "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
                     "RuntimeError: expected scalar type Long but found Float",
+                    # a module torchvision removed (an API change, not a missing torch)
+                    "ModuleNotFoundError: No module named 'torchvision.transforms.functional_tensor'",
                     # Python's own compiled module: the Python install's, not an extension's
                     "ImportError: DLL load failed while importing _lzma: The specified module could not be found."):
         assert explained(_traceback(message, SITE + "torch/nn/functional.py")).diagnoses == [], message
@@ -613,6 +634,16 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("device-memory--llamafactory-deepspeed-z3-offload-return-code-9-host-ram", "out-of-memory"),
     # from dev-28: a package's private compiled module that Windows cannot load, told in Chinese
     ("extension-abi--lmdeploy-turbomind-dll-load-failed-win", "import-fails"),
+    # from dev-31: diffusers refusing an fp16 pipeline on the CPU, an apex older than torch 1.8's torch._six, apex's own
+    # warning of a Python-only build, a shell's SIGKILL, macOS's loader on an extension built for the other CPU
+    ("cpu-half-kernels--comfyui-hallo-fp16-pipeline-cpu-guard", "fp16-refused"),
+    ("apex--pytorch-nightly-torch-six-container-abcs-stale-apex", "apex-stale"),
+    ("apex--apex-installed-without-cuda-ext-warning", "apex-no-cuda-extensions"),
+    ("device-memory--comfyui-fp8-flux-lora-host-oom-sigkill", "out-of-memory"),
+    ("extension-abi--pytorch-sparse-199-m1-x86-64-so-need-arm64e", "import-fails"),
+    # from dev-31: Python's own words for a torch DLL that cannot load, no torch wheel for this interpreter (uv's words)
+    ("torch-install--c10-dll-vcredist", "torch-dll-failed"),
+    ("torch-install--vllm-metal-379-x86-64-python-on-apple-silicon-no-torch-wheel", "torch-missing"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

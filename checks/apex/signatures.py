@@ -51,6 +51,12 @@ SIGNATURES = (
     Signature("apex-no-cuda-extensions", r"apex\.[\w.]+ requires cuda extensions",
               cause="apex was built without its CUDA extensions: its fused optimizers need amp_C",
               remedies=(REBUILD,)),
+    # apex's own warning when its Python-only build is imported ("Warning: apex was installed without --cuda_ext. Fused
+    # syncbn kernels will be unavailable." in apex/parallel/__init__.py; "... without --cpp_ext. Falling back to Python
+    # flatten and unflatten." in apex/parallel/distributed.py)
+    Signature("apex-no-cuda-extensions", r"apex was installed without --(cuda|cpp)_ext",
+              cause="apex was built without its C++/CUDA extensions (Python-only build): its fused kernels are unavailable",
+              remedies=(REBUILD,)),
     # the impostor's apex/interfaces.py calls zope.interface's Python 2 `implements(IApex)`, which Python 3 refuses
     # ("Class advice impossible in Python3. Use the @implementer class decorator instead."; github.com/NVIDIA/apex/issues/116)
     Signature("apex-impostor", r"Class advice impossible in Python ?3", frames=(r"apex/interfaces\.py",),
@@ -96,8 +102,12 @@ SIGNATURES = (
     # bound method and fail on it (github.com/NVIDIA/apex/issues/552: "update to a newer apex")
     # torch 2.0 removed torch._six, which apex's amp imported until github.com/NVIDIA/apex/pull/1049: an apex checkout older
     # than the torch beside it (apex/amp/_amp_state.py: "from torch._six import container_abcs")
-    Signature("apex-stale", r"No module named '?torch\._six'?", context=(r"[\\/]apex[\\/]",), context_required=True,
-              cause="apex is older than the installed torch: it imports torch._six, which torch 2.0 removed",
+    # (torch 1.8 had already taken container_abcs out of torch._six: "cannot import name 'container_abcs' from 'torch._six'",
+    # github.com/pytorch/pytorch/issues/51959, fixed by the same apex pull request)
+    Signature("apex-stale", r"No module named '?torch\._six'?|cannot import name '?\w+'? from '?torch\._six'?",
+              context=(r"[\\/]apex[\\/]",), context_required=True,
+              cause="apex is older than the installed torch: it imports from torch._six what newer torch removed (torch._six "
+                    "itself in 2.0)",
               remedies=(REBUILD, NO_AMP)),
     Signature("apex-stale", r"'function' object has no attribute '__self__'", frames=(r"torch/optim/lr_scheduler\.py",),
               frames_required=True,

@@ -81,8 +81,13 @@ SIGNATURES = (
     # torch's own capability check at CUDA start-up (torch/cuda/__init__.py _check_capability): "Found GPU0 <name> which is of
     # compute capability (CC) 6.1. The following list shows the CCs this version of PyTorch was built for ..." (2.6+), and
     # before it "... which is of cuda capability 3.5. PyTorch no longer supports this GPU because it is too old."
+    # Not where the GPU is a later minor of the newest capability built ("capability 12.1. Minimum and Maximum cuda
+    # capability supported by this version of PyTorch is (8.0) - (12.0)"): a cubin for X.Y runs on X.Z, Z >= Y (CUDA's
+    # binary compatibility), so that warning was a false alarm (GB10, sm_121: github.com/pytorch/pytorch/pull/166185)
     Signature("no-kernel-image", r"which is of (compute|cuda) capability (\(CC\) )?\d+\.\d+\.?$|"
                                  r"PyTorch no longer supports this GPU because it is too old",
+              unless=(r"capability (\d+)\.\d+\.?\s*\n?\s*Minimum and Maximum cuda capability supported by this version of "
+                      r"PyTorch is\s*\(\d+\.\d+\)\s*-\s*\(\1\.\d+\)",),
               cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
               remedies=(WHEEL_FOR_GPU,)),
     # Triton, torch.compile's GPU compiler, refuses GPUs below capability 7.0 (torch/_dynamo/device_interface.py and

@@ -41,6 +41,11 @@ PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|
                   r"\b(slow|steady|gradual)( and (slow|steady|gradual))? increase\b|"
                   r"\b(after|for more than) ~?(\d+|a few|two|three|several) (epochs|iterations|iters|steps)\b",)
 
+# An allocation no GPU could hold (over 10,000 GiB; "Tried to allocate more than 1EB memory"): a size computed wrong (a
+# negative or overflowed shape) or the failure after another one (NCCL's maintainers on an OOM following a broadcast
+# timeout, github.com/NVIDIA/nccl), never memory pressure
+IMPOSSIBLE_SIZE = r"Tried to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{5,}(\.\d+)? ?GiB)"
+
 SIGNATURES = (
     # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
     # (github.com/TQTQliu/MVSGaussian/issues/18: the maintainer names GPU memory as its usual cause)
@@ -62,23 +67,23 @@ SIGNATURES = (
                                # the allocator's report whatever the first words were (IPEX's "Current platform can NOT
                                # allocate memory block with size larger than 4GB! Tried to allocate 7.03 GiB (GPU 0; 15.91
                                # GiB total capacity; ...": github.com/simonlui/Docker_IPEX_ComfyUI)
-                               r"Tried to allocate [\d.]+ [KMGT]i?B \(GPU \d+; [\d.]+ [KMGT]i?B total capacity", unless=PROGRAM_GROWTH,
+                               r"Tried to allocate [\d.]+ [KMGT]i?B \(GPU \d+; [\d.]+ [KMGT]i?B total capacity", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH,
+    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
     # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
     Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
-                               r"(?i:cuda runtime error) ?\(2\) ?: ?out of memory", unless=PROGRAM_GROWTH,
+                               r"(?i:cuda runtime error) ?\(2\) ?: ?out of memory", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),
     # Out of GPU memory told in a user's words, with no allocator message pasted: "OOM", "显存不足", "VRAM is full"
     Signature("out-of-memory", r"\bOOM(s|ed|ing)?\b|显存(不足|不够|溢出|爆|占满)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
-              unless=PROGRAM_GROWTH,
+              unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="the GPU's memory ran out (told in words): the batch or model does not fit next to what is resident",
               remedies=EXPLAIN_REMEDIES),
     # The kernel's OOM killer ending a DataLoader worker: SIGKILL is what Linux sends when host RAM runs out ("DataLoader
@@ -95,7 +100,9 @@ SIGNATURES = (
     # a shell's exit code 137 (128 + 9). Linux's OOM killer sends SIGKILL when host RAM runs out: loading full weights in
     # every rank, ZeRO's CPU offload (github.com/hiyouga/LlamaFactory: "exits with return code = -9" with 252 GB of RAM full)
     Signature("out-of-memory", r"exits with return code = -9\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received by PID|"
-                               r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b",
+                               r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b|"
+                               # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)")
+                               r"terminated by signal SIGKILL\b",
               cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
                     "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
                     "'Out of memory: Killed process' when it was",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Check, Remedy, Signature
 
+from ..torch_install import MACHO_WRONG_CPU
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -126,6 +127,13 @@ SIGNATURES = (
               frames=(r"(^|/)(?!torch/)\w[\w.-]*/[\w/.-]+\.py$",), frames_required=True,
               unless=(r"torch[/\\]+__init__\.py", OTHER_PACKAGES_DLL),
               cause="a compiled extension's own _C was built against another torch (a wheel for another release or a nightly)",
+              remedies=(REINSTALL_EXTENSION,)),
+    # macOS's loader refusing a module built for the other CPU ("... (mach-o file, but is an incompatible architecture
+    # (have 'x86_64', need 'arm64e'))": an Intel build of torch_spline_conv under an Apple-silicon Python,
+    # github.com/rusty1s/pytorch_sparse/issues/199); torch's own libraries are torch-install's
+    Signature("import-fails", MACHO_WRONG_CPU, unless=(r"[\\/]torch[\\/]",),
+              cause="a compiled extension was built for the other CPU architecture (x86_64 under Rosetta vs arm64): install "
+                    "or build it from a native arm64 Python",
               remedies=(REINSTALL_EXTENSION,)),
     # Windows' own dialog for a DLL whose import is missing from what it loaded ("The procedure entry point [?sym@@...]
     # could not be located in the dynamic link library ...\site-packages\xformers\_C.pyd"): a package's module built

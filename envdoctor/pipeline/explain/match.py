@@ -101,11 +101,23 @@ def _any(patterns: Sequence[str], texts: Sequence[str]) -> bool:
 
 
 def _first_match(patterns: Sequence[str], lines: Sequence[str]) -> str:
-    """The first of the lines where one of the patterns matches ("" for none)."""
+    """The first of the lines where one of the patterns matches ("" for none). A pattern that spells a line break
+    (`\\n`) reads the lines as one text, and what it matched is returned."""
     for line in lines:
-        if _any(patterns, [line]):
+        if _any([p for p in patterns if _one_line(p)], [line]):
             return line.strip()
+    across = [p for p in patterns if not _one_line(p)]
+    if across:
+        joined = "\n".join(lines)
+        for pattern in across:
+            found = _compiled(pattern).search(joined)
+            if found:
+                return " ".join(found.group(0).split())
     return ""
+
+
+def _one_line(pattern: str) -> bool:
+    return "\\n" not in pattern
 
 
 def _near(lines: Sequence[LogLine], errors: Sequence[RaisedError]) -> List[LogLine]:
