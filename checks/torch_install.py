@@ -405,8 +405,8 @@ SIGNATURES = (
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
     # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)")
-    Signature("torch-dll-failed", r'(?i:error loading|could not find module) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|'
-                                  r'caffe2_nvrtc)\.dll',
+    Signature("torch-dll-failed", r'(?i:error loading|could not find module) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|'
+                                  r'torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll',
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),

@@ -644,6 +644,9 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     # from dev-31: Python's own words for a torch DLL that cannot load, no torch wheel for this interpreter (uv's words)
     ("torch-install--c10-dll-vcredist", "torch-dll-failed"),
     ("torch-install--vllm-metal-379-x86-64-python-on-apple-silicon-no-torch-wheel", "torch-missing"),
+    # from dev-27 and dev-31: GradScaler refusing gradients of weights loaded in fp16 (the title retyped with a typo)
+    ("library-probes--transformers-23165-trainer-unscale-fp16-gradients", "fp16-grads"),
+    ("library-probes--d3po-unet-fp16-unscale-grads", "fp16-grads"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

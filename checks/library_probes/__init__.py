@@ -103,6 +103,14 @@ SIGNATURES = (
               cause="black images are NaN pixels: the image model most likely overflowed in fp16 (the apps' default precision; "
                     "GTX 16xx cards do at any setting)",
               remedies=(BF16_NOT_FP16,)),
+    # torch's GradScaler refusing gradients that are themselves fp16 (torch/amp/grad_scaler.py _unscale_grads_: "Attempting
+    # to unscale FP16 gradients."): the trained weights were loaded or cast in fp16 (`torch_dtype=torch.float16` before
+    # Trainer(fp16=True), an fp16 UNet trained without LoRA); mixed precision wants fp32 master weights
+    Signature("fp16-grads", r"(?i)Atte\w*ing to unscale FP16 gradients",
+              cause="the weights being trained are fp16 themselves: fp16 mixed precision (GradScaler) keeps fp32 weights "
+                    "and computes in fp16, so load or keep the trained parameters in float32 (or train in bf16)",
+              remedies=(Remedy("Load the model (or the parameters being trained: LoRA weights, the UNet) in float32 and let "
+                               "autocast compute in fp16; or train in bf16 where the GPU has it", id="fp32-master-weights"),)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),
