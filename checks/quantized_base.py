@@ -212,6 +212,11 @@ SIGNATURES = (
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
+    # Params4bit.quant_storage arrived in bitsandbytes 0.43.0 (FSDP-QLoRA; its release notes): code written for it fails on
+    # an older bitsandbytes ("'ForgeParams4bit' object has no attribute 'quant_storage'", ComfyUI's NF4 loader)
+    Signature("quantized-fails", r"Params4bit' object has no attribute 'quant_storage'|has no attribute 'quant_storage'",
+              cause="the installed bitsandbytes is older than 0.43, which added the 4-bit quant_storage this code uses",
+              remedies=(BITSANDBYTES_UPGRADE,)),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
     # (older releases: "Using `load_in_8bit=True` requires Accelerate: ... and the latest version of bitsandbytes", raised
     # where bitsandbytes finds no CUDA, on a Mac too: github.com/bitsandbytes-foundation/bitsandbytes/issues/837)

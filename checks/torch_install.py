@@ -298,6 +298,8 @@ REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch=
                          "missing or come from another build", id="torch-reinstall")
 
 # WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
+# cuDNN 8's own words when a sub-library of it cannot be opened (libcudnn_ops_infer.so.8, cudnn_cnn_infer64_8.dll)
+CUDNN_OWN_LOADER = r"Could not (load library|locate) (lib)?cudnn_\w+"
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
                           "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
                           "+cuXXX build on a Mac", id="supported-python")
@@ -328,6 +330,10 @@ SIGNATURES = (
               # NCCL's own symbols are looked up by torch's libtorch_cuda: an NCCL of another CUDA or release loaded first
               # (cu11 and cu12 wheels mixed; github.com/pytorch/pytorch/issues/119932 "undefined symbol: ncclCommRegister")
               r"undefined symbol:? ?nccl[A-Z]\w+",
+              # not where cuDNN's own loader names one of its sub-libraries ("Could not load library libcudnn_ops_infer.so.8.
+              # Error: ...: cannot open shared object file"): cuDNN cannot start, whoever loaded it (torch or CTranslate2),
+              # which is cublas's (that check probes cuDNN)
+              unless=(CUDNN_OWN_LOADER,),
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     # torch's own libraries need a newer C or C++ runtime than this system (or conda env) has: "version `GLIBC_2.14' not

@@ -647,6 +647,12 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     # from dev-27 and dev-31: GradScaler refusing gradients of weights loaded in fp16 (the title retyped with a typo)
     ("library-probes--transformers-23165-trainer-unscale-fp16-gradients", "fp16-grads"),
     ("library-probes--d3po-unet-fp16-unscale-grads", "fp16-grads"),
+    # from dev-32: cuDNN's own loader naming its sub-library (cuDNN cannot start, whoever loaded it), CTranslate2's loader
+    # on cuBLAS, a compiled module by convention missing outright, bitsandbytes older than quant_storage
+    ("cublas--faster-whisper-libcudnn-ops-infer-so8-with-cudnn9", "cudnn-failed"),
+    ("cublas--gptsovits-fasterwhisper-cublas64-12", "cudnn-failed"),
+    ("extension-abi--exllamav2-no-module-ext-prebuilt-cu121", "import-fails"),
+    ("quantized-base--nf4-node-forgeparams4bit-quant-storage-upgrade-bnb", "quantized-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

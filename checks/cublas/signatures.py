@@ -69,7 +69,10 @@ SIGNATURES = (
               unless=(AFTER_ASSERT,)),
     # (and as CTranslate2 says it on Linux: "Could not load library libcudnn_ops_infer.so.8", "Unable to load any of
     # {libcudnn_ops.so.9.1.0, ...}": github.com/m-bain/whisperX/issues/901)
-    Signature("cudnn-failed", r"Could not (load library|locate) (lib)?cudnn_\w+\.(dll|so[.\d]*)|Unable to load any of \{libcudnn\w*",
+    # (CTranslate2's own loader, for cuBLAS as for cuDNN: "Library cublas64_12.dll is not found or cannot be loaded", a
+    # faster-whisper built for CUDA 12 beside torch's CUDA 11 libraries)
+    Signature("cudnn-failed", r"Could not (load library|locate) (lib)?cudnn_\w+\.(dll|so[.\d]*)|Unable to load any of \{libcudnn\w*|"
+                              r"Library (lib)?(cublas|cudnn)\w*\.(dll|so[.\d]*) is not found or cannot be loaded",
               cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
                     "needs, such as zlibwapi, missing)", remedies=LIBRARY_REMEDIES),
     Signature("cudnn-failed", r"cuDNN version incompatibility",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Check, Remedy, Signature
 
+from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
 from ..torch_install import MACHO_WRONG_CPU
 from .probe import probe
 from .rules import ID, diagnose, summarize
@@ -88,6 +89,13 @@ SIGNATURES = (
               remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
                                "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
                         REINSTALL_EXTENSION)),
+    # A compiled module named as such by convention (exllamav2_ext, *_cuda, *_kernels) that is not there at all: the
+    # wheel carries no build for this torch/CUDA/Python (exllamav2's prebuilt cu121 wheels), or it was never built.
+    # apex's own modules (amp_C, fused_layer_norm_cuda, ...) are apex's
+    Signature("import-fails", r"No module named '(?!(%s)')\w+(_ext|_cuda|_kernels?)'" % "|".join(APEX_CUDA_EXTENSIONS),
+              cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
+                    "was installed from source without building its C++/CUDA part",
+              remedies=(REINSTALL_EXTENSION,)),
     # A companion's operator registered for the CPU only, called on CUDA tensors: its CPU build beside a CUDA torch
     # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics)
     Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
