@@ -264,6 +264,14 @@ def test_an_fp8_capability_gate_is_read_by_structure_in_any_tools_words() -> Non
     assert top("fp8 weights load fine and the images are right\n") == "none"
 
 
+def test_pythons_could_not_find_module_is_the_extensions_for_a_pyd_and_torchs_for_torch_lib() -> None:
+    """Python 3.8+'s "Could not find module '...' (or one of its dependencies)": a package's .pyd (dev-33, a CUDA
+    torch-scatter beside a CPU torch) is extension-abi; torch's own torch\\lib DLL (dev-31) is torch-install's."""
+    by_name = {c.name: c for c in CASES}
+    assert code_of(by_name["torch-install--torch-scatter-windows-scatter-cuda-pyd-cpu-torch"].body) == ("extension-abi", "import-fails")
+    assert code_of(by_name["torch-install--c10-dll-vcredist"].body) == ("torch-install", "torch-dll-failed")
+
+
 def test_an_allocation_no_gpu_could_hold_is_not_memory_pressure() -> None:
     """A size computed wrong (dev-31: "Tried to allocate more than 1EB memory" after an NCCL timeout) is no full GPU."""
     [case] = [c for c in CASES if c.name == "none--nccl-timeout-then-oom-more-than-1eb-cascade"]
@@ -653,6 +661,14 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("cublas--gptsovits-fasterwhisper-cublas64-12", "cudnn-failed"),
     ("extension-abi--exllamav2-no-module-ext-prebuilt-cu121", "import-fails"),
     ("quantized-base--nf4-node-forgeparams4bit-quant-storage-upgrade-bnb", "quantized-fails"),
+    # from dev-33: a package saying its compiled code has no build for this GPU (tiny-cuda-nn), this torch (DGL's
+    # graphbolt), or CUDA at all (mmcv's op registry, DGL's CPU build); the driver refusing
+    # the kernels Triton's newer ptxas compiled
+    ("extension-abi--tcnn-no-extension-for-cc87-jetson-orin", "import-fails"),
+    ("extension-abi--dgl-graphbolt-dll-torch241-windows", "import-fails"),
+    ("extension-abi--mmdet3d-hard-voxelize-no-cuda-impl-wrong-mmcv", "import-fails"),
+    ("extension-abi--graphmae-dgl-cpu-build-device-api-gpu", "import-fails"),
+    ("cuda-compat--inductor-kernel-image-invalid-driver470", "driver-too-old"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

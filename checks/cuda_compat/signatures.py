@@ -125,6 +125,13 @@ SIGNATURES = (
     Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
               cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    # The driver refusing code a compiler just produced (CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"): Triton's
+    # bundled ptxas (CUDA 12.x) writes cubins a 470 driver cannot load (github.com/pytorch/pytorch: TRITON_PTXAS_PATH
+    # pointed at the machine's own CUDA works around it)
+    Signature("driver-too-old", r"device kernel image is invalid|CUDA_ERROR_INVALID_IMAGE",
+              cause="the driver cannot load the kernels a newer CUDA toolkit compiled (Triton's own ptxas is newer than the "
+                    "driver): update the driver, or point TRITON_PTXAS_PATH at a ptxas of the driver's CUDA",
+              remedies=(DRIVER_UPGRADE,)),
     Signature("driver-too-old", CUDA_UNAVAILABLE, unless=CHECKPOINT_SAVED_ON_CUDA, confirmed_by=("cuda-compat:driver-too-old",),
               cause="a driver older than torch's CUDA build: torch then finds no usable device instead of failing",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),

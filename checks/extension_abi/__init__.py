@@ -96,6 +96,25 @@ SIGNATURES = (
               cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
                     "was installed from source without building its C++/CUDA part",
               remedies=(REINSTALL_EXTENSION,)),
+    # A package's own compiled code with no build for this GPU or this torch, as the package says it: tiny-cuda-nn's "Could
+    # not find compatible tinycudann extension for compute capability 75", DGL's per-torch library ("There is no such file
+    # `graphbolt_pytorch_2.4.1.dll`": no Windows build for torch 2.4.1), mmcv's op registry ("hard_voxelize_forward_impl:
+    # implementation for device cuda:0 not found": an mmcv built without its CUDA ops), a CPU build of DGL beside a GPU
+    # ("Device API gpu is not enabled. Please install the cuda version of dgl")
+    Signature("import-fails", r"(?i:could not find (a )?compatible \w+ extension for compute capability \d+)|"
+                              r"\bgraphbolt_pytorch_[\d.]+\.(dll|so)\b|"
+                              r"\w+_impl: implementation for device cuda(:\d+)? not found|"
+                              r"Device API (gpu|cuda) is not enabled",
+              cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
+                    "another torch's build)",
+              remedies=(REINSTALL_EXTENSION,)),
+    # Python's own words for a package's compiled module that Windows cannot load ("Could not find module
+    # '...\torch_scatter\_scatter_cuda.pyd' (or one of its dependencies)"); torch's own DLLs are torch-install's
+    Signature("import-fails", r"Could not find module '?[^'\n]*?\.pyd'? \(or one of its dependencies\)",
+              unless=(r"[\\/]torch[\\/]+lib[\\/]",),
+              cause="a compiled extension cannot load on Windows: built for another torch or CUDA (a CUDA build beside a "
+                    "CPU-only torch), or a DLL it needs is missing",
+              remedies=(REINSTALL_EXTENSION,)),
     # A companion's operator registered for the CPU only, called on CUDA tensors: its CPU build beside a CUDA torch
     # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics)
     Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
