@@ -669,6 +669,7 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("extension-abi--mmdet3d-hard-voxelize-no-cuda-impl-wrong-mmcv", "import-fails"),
     ("extension-abi--graphmae-dgl-cpu-build-device-api-gpu", "import-fails"),
     ("cuda-compat--inductor-kernel-image-invalid-driver470", "driver-too-old"),
+    ("apex--swin-det-apex-not-defined-amp-c-windows", "apex-no-cuda-extensions"),  # a guarded `import apex` that failed
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -69,6 +69,11 @@ SIGNATURES = (
               cause="the library needs NVIDIA apex's compiled kernels and could not import them: apex is missing, is the PyPI "
                     "impostor, or was built without its CUDA extensions",
               remedies=(REBUILD,)),
+    # (the same guard written as a try/except around `import apex`, failing later on the name itself)
+    Signature("apex-no-cuda-extensions", r"name [\"']apex[\"'] is not defined",
+              cause="the script's guarded `import apex` failed: NVIDIA apex is missing, is the PyPI impostor, or was built "
+                    "without the compiled modules the script imports with it (amp_C)",
+              remedies=(REBUILD,)),
     Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
               cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),
