@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import re
 from pathlib import Path
 from typing import List
 
@@ -485,6 +486,41 @@ def test_lines_of_data_get_no_cause_and_no_near_miss_from_a_signature_that_keys_
     found = explained("\n".join(JUNK * 3) + "\n")
     # (a message pattern that matches no characters keys on frames or context: without them it was not near)
     assert found.diagnoses == [] and found.near == []
+
+
+def _alternatives(pattern: str) -> List[str]:
+    """The top-level branches of a regex (`a|b(c|d)` -> `a`, `b(c|d)`), escapes and character classes read through."""
+    branches, depth, current, i = [], 0, "", 0
+    while i < len(pattern):
+        step = 2 if pattern[i] == "\\" else 1
+        if pattern[i] == "[":  # a class: up to its closing bracket, which may come first or after a ^
+            j = i + 1 + (pattern[i + 1:i + 2] == "^")
+            j += pattern[j:j + 1] == "]"
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            step = j + 1 - i
+        elif pattern[i] in "()":
+            depth += 1 if pattern[i] == "(" else -1
+        elif pattern[i] == "|" and depth == 0:
+            branches.append(current)
+            current, i = "", i + 1
+            continue
+        current += pattern[i:i + step]
+        i += step
+    return branches + [current]
+
+
+# A branch that starts with an unbounded run of a class (`\w+_impl`, `.*foo`), inside its groups or not, is tried from
+# every character of a long line of data and runs to its end each time: quadratic on the lines JUNK holds
+_UNBOUNDED_START = re.compile(r"^(\(\?[aiLmsux]+\))?(\((\?:|\?P<\w+>)?)*(\\[wWsSdD]|\.|\[[^\]]*\])[*+]")
+
+
+def test_no_signature_branch_starts_with_an_unbounded_run() -> None:
+    assert _UNBOUNDED_START.match(r"\w+_impl: implementation") and _UNBOUNDED_START.match(r"(?:.*)foo")
+    assert not _UNBOUNDED_START.match(r"\b\w+Error\b") and not _UNBOUNDED_START.match(r"^\s*from torch")
+    starts = ["%s %s: %s" % (check.id, sig.code, branch[:60]) for check in CHECKS for sig in check.signatures
+              for branch in _alternatives(sig.message) if _UNBOUNDED_START.match(branch)]
+    assert starts == []
 
 
 def test_a_traceback_cut_before_its_error_belongs_to_the_error_quoted_without_frames() -> None:

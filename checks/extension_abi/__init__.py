@@ -103,7 +103,7 @@ SIGNATURES = (
     # ("Device API gpu is not enabled. Please install the cuda version of dgl")
     Signature("import-fails", r"(?i:could not find (a )?compatible \w+ extension for compute capability \d+)|"
                               r"\bgraphbolt_pytorch_[\d.]+\.(dll|so)\b|"
-                              r"\w+_impl: implementation for device cuda(:\d+)? not found|"
+                              r"_impl: implementation for device cuda(:\d+)? not found|"  # (no `\w+` before it: quadratic on data)
                               r"Device API (gpu|cuda) is not enabled",
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
