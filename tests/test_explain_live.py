@@ -128,6 +128,16 @@ def test_a_cause_between_the_ranks_is_named_and_explain_says_one_process_cannot_
     assert [r["id"] for r in shm["remedies"]][:2] == ["shm-size", "nccl-shm-disable"]
 
 
+def test_dataloaders_shared_memory_is_host_memorys_and_the_shm_probe_of_another_check_is_what_it_is_judged_by() -> None:
+    """DataLoader's own words for its workers out of shared memory (dev-34's real case) read as device-memory; the
+    verdict shows what distributed's probe saw of /dev/shm (this machine's is large: not reproduced)."""
+    text = load(CORPUS / "device-memory--simplerecon-docker-shm-title.txt").body
+    (first, *_) = explain_json("-", text=text)["diagnoses"]
+    assert (first["check"], first["code"], first["confirmed"]) == ("device-memory", "shm-small", False)
+    assert "distributed: " in first["confirmation"] and "/dev/shm" in first["confirmation"]
+    assert [r["id"] for r in first["remedies"]][:2] == ["shm-size", "shm-fewer-workers"]
+
+
 def test_seed_004_is_not_reproduced_by_torch_2_13_and_says_so() -> None:
     proc = run_envdoctor("explain", str(SEED_004))
     assert proc.returncode == 0, proc.stderr

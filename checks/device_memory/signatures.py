@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
+from ..distributed.signatures import DATALOADER_SHM, SHM_REMEDIES
+
 # How out of memory reads in a traceback, and what causes it:
 #   torch's caching allocator: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total
 #   capacity of ... of which ... is free. Process 2211 has ... memory in use ...` (torch.cuda.OutOfMemoryError in older
@@ -108,6 +110,13 @@ SIGNATURES = (
                     "'Out of memory: Killed process' when it was",
               remedies=(Remedy("Give the host's RAM room: load weights with low_cpu_mem_usage / device_map, fewer ranks or "
                                "DataLoader workers per node, less CPU offload, or more RAM or swap", id="host-ram"),)),
+    # DataLoader's workers out of shared memory: /dev/shm (a container's 64 MB by default) holds the batches they hand
+    # over (github.com/nianticlabs/simplerecon: docker --shm-size); distributed's probe reads /dev/shm
+    Signature("shm-small", DATALOADER_SHM, confirmed_by=("distributed:shm-small",),
+              cause="DataLoader's worker processes ran out of shared memory (/dev/shm), where they hand their batches over: "
+                    "too small in a container (Docker's 64 MB default) for this batch and worker count",
+              remedies=SHM_REMEDIES[:1] + (Remedy("Or need less of it: fewer DataLoader workers, smaller batches, or "
+                                                  "num_workers=0", id="shm-fewer-workers"),)),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")
     # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing

@@ -19,6 +19,11 @@ CONFIRM_ACROSS_RANKS = Remedy("Run envdoctor on every rank with the job's own la
 # torch surfaces it as "NCCL error ...: unhandled system error" / ncclSystemError. Docker gives /dev/shm 64 MB
 # (github.com/NVIDIA/nccl/issues/1518; vLLM's docker docs: --ipc=host or --shm-size).
 SHM = r"Error while creating shared memory segment|posix_fallocate failed|shm_open failed|nccl-shm-\w+"
+# DataLoader's workers out of shared memory, in torch's words (torch/utils/data/dataloader.py: "It is possible that
+# dataloader's workers are out of shared memory"; torch/csrc/DataLoader.cpp: "Unexpected bus error encountered in worker.
+# This might be caused by insufficient shared memory (shm)"); device-memory reads them, this check's probe confirms
+DATALOADER_SHM = (r"workers are out of shared memory|insufficient shared memory \(shm\)|"
+                  r"DataLoader worker \(pid[^)]*\) is killed by signal: Bus error")
 
 # The c10d store and torchrun's rendezvous: a rank that never arrives, an address no rank can reach.
 RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connect to|RendezvousConnectionError|RendezvousTimeoutError|"
@@ -54,18 +59,15 @@ SIGNATURES = (
     Signature("shm-small", r"signal 7 \(Bus error|\bBus error\b", context=(r"\bnccl[A-Z]?\w*\(|libnccl\.so",), context_required=True,
               cause="NCCL touched shared memory the container does not have: /dev/shm is smaller than its segments (SIGBUS)",
               remedies=SHM_REMEDIES),
-    # A process ended by SIGBUS, as its launcher or torch reports it (torchrun's "Signal 7 (SIGBUS) received by PID",
-    # DeepSpeed's "exits with return code = -7", subprocess' "<Signals.SIGBUS: 7>", "signaled to shutdown with signal 7"),
-    # and DataLoader's own words for it (torch/utils/data/dataloader.py: "It is possible that dataloader's workers are out
-    # of shared memory"; torch/csrc/DataLoader.cpp: "Unexpected bus error encountered in worker. This might be caused by
-    # insufficient shared memory (shm)"): pages of a /dev/shm segment the container does not have (Docker's 64 MB
-    # default; github.com/huggingface/text-generation-inference/issues/446, fixed with --shm-size)
-    Signature("shm-small", r"\bsignal 7\b|\bSIGBUS\b|exits with return code = -7\b|exitcode\s*:\s*-7\b|"
-                           r"workers are out of shared memory|insufficient shared memory \(shm\)",
+    # A process ended by SIGBUS, as its launcher reports it (torchrun's "Signal 7 (SIGBUS) received by PID", DeepSpeed's
+    # "exits with return code = -7", subprocess' "<Signals.SIGBUS: 7>", "signaled to shutdown with signal 7"): pages of a
+    # /dev/shm segment the container does not have (Docker's 64 MB default; github.com/huggingface/text-generation-inference
+    # /issues/446, fixed with --shm-size). DataLoader's own words for it are host memory's (device-memory)
+    Signature("shm-small", r"\bsignal 7\b|\bSIGBUS\b|exits with return code = -7\b|exitcode\s*:\s*-7\b",
+              unless=(DATALOADER_SHM,),
               cause="a process died of SIGBUS: it touched shared memory the machine or container does not have (/dev/shm "
-                    "smaller than what NCCL or DataLoader workers map)",
-              remedies=SHM_REMEDIES[:1] + (Remedy("Or keep DataLoader workers' batches out of shared memory: fewer "
-                                                  "workers, or num_workers=0", id="shm-fewer-workers"),)),
+                    "smaller than what NCCL or the processes map)",
+              remedies=SHM_REMEDIES[:1]),
     # The same error with nothing around it that names the call: NCCL's system-call failures are, in order of how
     # often threads settle them, its shared memory in a container and its sockets (NCCL's documentation,
     # Troubleshooting: "Docker ... --shm-size=1g or --ipc=host"; NCCL_DEBUG=INFO names the failing call)

@@ -120,7 +120,15 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
     if device in _ACCELERATORS and not any(str(d).startswith(device) for d in environment.get("devices") or ()):
         return Verdict(None, "cannot be reproduced here: this machine has no %s%s" % (
             _ACCELERATORS[device], " (%s)" % own.summary if own.summary else ""), live)
-    return Verdict(False, "this environment does not reproduce it%s" % (": " + own.summary if own.summary else ""), live)
+    seen = "; ".join(_seen(own, diagnosis, results))
+    return Verdict(False, "this environment does not reproduce it%s" % (": " + seen if seen else ""), live)
+
+
+def _seen(own: CheckResult, diagnosis: Diagnosis, results: Sequence[CheckResult]) -> List[str]:
+    """What the probes saw: the own check's summary, and each witness's where another check's probe is the one that can
+    tell (DataLoader's shared memory is read by distributed's /dev/shm)."""
+    witnesses = [r for r in results if r.id in diagnosis.signature.witnesses and r.id != own.id and r.summary]
+    return ([own.summary] if own.summary else []) + ["%s: %s" % (r.id, r.summary) for r in witnesses]
 
 
 # The devices a log can name that a machine may lack, as a sentence names them
