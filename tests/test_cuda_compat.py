@@ -209,7 +209,8 @@ def test_h100_on_a_ptx_only_build_warns() -> None:
     facts["torch"].update(version="1.12.1", cuda="11.3",
                           arch_flags="sm_37 sm_50 sm_60 sm_61 sm_70 sm_75 sm_80 sm_86 compute_37")
     findings = judge(CHECK, facts)
-    assert codes(findings) == ["ptx-jit-only"]
+    # (and CUDA 11.3's cuFFT has no Hopper kernels: its FFTs fail whatever the PTX does)
+    assert codes(findings) == ["ptx-jit-only", "cufft-too-old-for-gpu"]
     assert findings[0].severity is Severity.WARNING
     assert "compute_37" in findings[0].title
     assert "torch==2.14.1+cu130" in remedy(findings[0], "torch-wheel-for-gpu").commands[0]
@@ -237,6 +238,19 @@ def test_rtx_5090_on_an_old_cu121_build() -> None:
     nki = one(judge(CHECK, facts), "no-kernel-image")
     assert remedy(nki, "torch-wheel-for-gpu").commands == (
         "/workspace/.venv/bin/python -m pip install torch==2.11.0+cu128 --index-url https://download.pytorch.org/whl/cu128",)
+
+
+def test_an_rtx_4090_under_torch_cu117_fails_its_ffts_and_cu118_runs_them() -> None:
+    # github.com/pytorch/pytorch/issues/88038: torch.fft.rfft on an RTX 4090 with torch 1.13 cu117 -> CUFFT_INTERNAL_ERROR
+    facts = handwritten("cuda-compat-h100-driver-580-cu130.json")
+    facts["nvidia_smi"]["gpus"][0].update(name="NVIDIA GeForce RTX 4090", compute_cap="8.9")
+    facts["torch"]["devices"][0].update(name="NVIDIA GeForce RTX 4090", capability=[8, 9])
+    facts["torch"].update(version="1.13.1+cu117", cuda="11.7", arch_flags="sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86")
+    finding = one(judge(CHECK, facts), "cufft-too-old-for-gpu")
+    assert finding.severity is Severity.WARNING and "CUFFT_INTERNAL_ERROR" in finding.title
+    assert "cu1" in remedy(finding, "torch-wheel-for-gpu").commands[0]
+    facts["torch"].update(version="2.0.1+cu118", cuda="11.8")
+    assert "cufft-too-old-for-gpu" not in codes(judge(CHECK, facts))
 
 
 def test_torch_missing_names_the_wheel_for_the_driver() -> None:

@@ -708,6 +708,7 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("apex--swin-det-apex-not-defined-amp-c-windows", "apex-no-cuda-extensions"),  # a guarded `import apex` that failed
     # from dev-34: DataLoader's workers out of shared memory, in torch's words: host memory's, /dev/shm confirming
     ("device-memory--simplerecon-docker-shm-title", "shm-small"),
+    ("cuda-compat--melotts-cufft-internal-error-rtx4090", "cufft-too-old-for-gpu"),  # cuFFT of CUDA 11.7 on an RTX 4090
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -50,6 +50,23 @@ def test_the_whole_stack_is_healthy_on_a_hopper_gpu(name: str) -> None:
     assert all(c["status"] == "ok" for c in checks.values())
 
 
+def test_a_hopper_under_a_torch_built_with_cuda_11_7_has_no_cufft_and_the_traceback_is_confirmed_by_it() -> None:
+    """The recorded H100 with torch's build set back to CUDA 11.7 (pytorch#88038's RTX 4090 and cu117): its FFTs fail with
+    CUFFT_INTERNAL_ERROR; with CUDA 11.8 and the recorded 13.0 they run."""
+    report = load_fixture("h100-torch-2.11.0-cu130.json")
+    env = env_of(report)
+    facts = checks_of("h100-torch-2.11.0-cu130.json")["cuda-compat"]["facts"]
+    old = dict(facts, torch=dict(facts["torch"], version="1.13.1+cu117", cuda="11.7"))
+    (finding,) = [f for f in CHECKS["cuda-compat"].judge(old, env) if f.code == "cufft-too-old-for-gpu"]
+    assert "compute capability 9.0" in finding.title and "CUDA 11.8 or later" in finding.title
+    assert finding.remedies[0].id == "torch-wheel-for-gpu"
+    for cuda in ("11.8", "13.0"):
+        newer = dict(facts, torch=dict(facts["torch"], cuda=cuda))
+        assert "cufft-too-old-for-gpu" not in codes(CHECKS["cuda-compat"].judge(newer, env))
+    (first, *_) = match(read_text("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n"), list(CHECKS.values())).diagnoses
+    assert (first.check, first.code) == ("cuda-compat", "cufft-too-old-for-gpu")
+
+
 def test_cuda_compat_reads_the_driver_three_ways_and_they_agree() -> None:
     facts = checks_of("h200-torch-2.11.0-cu130.json")["cuda-compat"]["facts"]
     assert facts["nvidia_smi"]["gpus"][0]["driver_version"] == "580.159.04"

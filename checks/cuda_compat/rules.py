@@ -280,6 +280,30 @@ def _arch_findings(view: _View, arch: Any) -> List[Finding]:
     return findings
 
 
+def _cufft_findings(view: _View, build: ct.Cuda) -> List[Finding]:
+    """A GPU whose cuFFT kernels came after this torch's CUDA (Ada and Hopper before 11.8): every FFT fails there."""
+    t = view.torch or {}
+    findings: List[Finding] = []
+    for gpu in view.judged_gpus():
+        need = ct.CUFFT_FIRST_CUDA.get(gpu.cap) if gpu.cap else None
+        if need is None or build >= need:
+            continue
+        choice = view.wheel(prefer=t.get("version"))
+        findings.append(Finding(
+            ID, "cufft-too-old-for-gpu", Severity.WARNING,
+            "%s needs cuFFT from CUDA %d.%d or later, and torch %s is built with CUDA %s: every FFT (torch.fft, torch.stft, "
+            "audio features) fails with \"cuFFT error: CUFFT_INTERNAL_ERROR\"" % (gpu.label(), need[0], need[1],
+                                                                               t.get("version"), t.get("cuda")),
+            ("%s; torch %s, CUDA %s" % (gpu.label(), t.get("version"), t.get("cuda")),
+             "cuFFT has no kernels for compute capability %s before CUDA %d.%d and does not run older ones forward "
+             "(github.com/pytorch/pytorch/issues/88038)" % (ct.capability_text(gpu.cap), need[0], need[1])),
+            (_wheel_remedy(view, choice, "Install a torch wheel built with CUDA %d.%d or later" % need, "torch-wheel-for-gpu"),),
+            {"device": gpu.id, "name": gpu.name, "capability": ct.capability_text(gpu.cap), "package": "torch",
+             "version": t.get("version")},
+        ))
+    return findings
+
+
 def _mismatch_finding(view: _View) -> Optional[Finding]:
     texts = [view.smi.get("stdout") or "", view.smi.get("stderr") or "", view.lib.get("cuInit") or ""]
     hit = [x.strip().splitlines()[0] for x in texts if "Driver/library version mismatch" in x or "SYSTEM_DRIVER_MISMATCH" in x]
@@ -369,6 +393,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     arch = t.get("arch_flags") if t.get("arch_flags") is not None else t.get("arch_list")
     if ct.parse_arch_list(arch):
         findings.extend(_arch_findings(view, arch))
+    findings.extend(_cufft_findings(view, build))
     explained = any(f.severity is Severity.ERROR for f in findings)
     if not t.get("is_available") and not explained:
         findings.append(Finding(

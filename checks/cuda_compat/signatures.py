@@ -90,6 +90,12 @@ SIGNATURES = (
                       r"PyTorch is\s*\(\d+\.\d+\)\s*-\s*\(\1\.\d+\)",),
               cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
               remedies=(WHEEL_FOR_GPU,)),
+    # cuFFT of CUDA 11.7 and earlier on Ada and Hopper GPUs (github.com/pytorch/pytorch/issues/88038: torch cu117 on an
+    # RTX 4090; envdoctor.target.cuda_tables.CUFFT_FIRST_CUDA): the probe sees the GPU and torch's CUDA and decides
+    Signature("cufft-too-old-for-gpu", r"CUFFT_INTERNAL_ERROR",
+              cause="cuFFT of the CUDA torch was built with (11.7 or earlier) has no kernels for this GPU (RTX 40xx, L4, L40, "
+                    "H100): a torch built with CUDA 11.8 or later runs its FFTs",
+              remedies=(WHEEL_FOR_GPU,)),
     # Triton, torch.compile's GPU compiler, refuses GPUs below capability 7.0 (torch/_dynamo/device_interface.py and
     # torch/_inductor: "GPUTooOldForTriton: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU
     # compiler ... Triton only supports devices of CUDA Capability >= 7.0")

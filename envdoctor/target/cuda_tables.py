@@ -94,6 +94,12 @@ FAMILY_MIN_DRIVER: Dict[int, Dict[str, str]] = {
 # (DEVICE_REQUIREMENT in torch v2.14.1 torch/cuda/__init__.py).
 EXACT_ONLY: Tuple[Capability, ...] = ((8, 7), (7, 2), (6, 2), (5, 3))
 
+# cuFFT kernels for Ada (sm_89) and Hopper (sm_90) arrived in CUDA 11.8, and cuFFT does not run older code forward on
+# them: torch built with CUDA 11.7 or earlier fails every FFT there with "cuFFT error: CUFFT_INTERNAL_ERROR"
+# (github.com/pytorch/pytorch/issues/88038: RTX 4090, cu117 fails, CUDA 11.8 works; an L4 the same:
+# github.com/HazyResearch/hyena-dna/issues/75)
+CUFFT_FIRST_CUDA: Dict[Capability, Cuda] = {(8, 9): (11, 8), (9, 0): (11, 8)}
+
 # docs/facts.md §2 "GPU → compute capability" (developer.nvidia.com/cuda-gpus and the legacy
 # list). Only used when nvidia-smi cannot report compute_cap (drivers before ~510 reject
 # the field) and torch cannot see the GPU. Most specific patterns first.
