@@ -104,6 +104,12 @@ SIGNATURES = (
                     "capability 7.0",
               remedies=(Remedy("Run without torch.compile and the library's Triton kernels (eager mode), or on a GPU of compute "
                                "capability 7.0 or newer (a T4 rather than a P100 on Kaggle)", id="no-triton"),)),
+    # vLLM's quantization kernels gated on the GPU ("The quantization method awq is not supported for the current GPU.
+    # Minimum capability: 75. Current capability: 70.": AWQ's kernels start at Turing); fp8's own gate is fp8's
+    Signature("no-kernel-image", r"quantization method (?!fp8\b)\w+ is not supported for the current GPU",
+              cause="the library's kernels for this quantization need a newer GPU (compute capability) than this one",
+              remedies=(Remedy("Use a quantization this GPU's compute capability has kernels for (GPTQ or bitsandbytes "
+                               "instead of AWQ/Marlin below sm_75), an unquantized model, or a newer GPU", id="other-quantization"),)),
     # Triton's ptxas failing on a Blackwell GPU (RTX 50xx, B200: sm_100/sm_120), which the ptxas that a torch before 2.7's
     # Triton brings cannot target ("`ptxas` failed with error code 4294967295"; fixed by a cu128 torch and its Triton)
     Signature("no-kernel-image", r"`?ptxas`? (failed with error code|fatal)",
