@@ -298,6 +298,9 @@ REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch=
                          "missing or come from another build", id="torch-reinstall")
 
 # WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
+# torch 1.8 to 1.13's CUDA builds split libtorch_cuda into libtorch_cuda_cu and libtorch_cuda_cpp (BUILD_SPLIT_CUDA:
+# github.com/pytorch/pytorch/pull/49050, removed by /pull/87502 for 2.0): a library linked against them names them
+SPLIT_CUDA_LIBRARY = r"libtorch_cuda_(cu|cpp)\.so[.\d]*: cannot open shared object file"
 # cuDNN 8's own words when a sub-library of it cannot be opened (libcudnn_ops_infer.so.8, cudnn_cnn_infer64_8.dll)
 CUDNN_OWN_LOADER = r"Could not (load library|locate) (lib)?cudnn_\w+"
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
@@ -322,7 +325,10 @@ SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
     Signature("torch-import-failed",
-              r"lib(torch\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
+              # (not torch 1.8-1.13's split CUDA libraries, which only an extension built against them looks for under a
+              # newer torch: extension-abi's, below and there)
+              r"lib(torch(?!_cuda_(cu|cpp)\.)\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
+              r"cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
               # any library of its own lib folder (old releases' libATen.so.1, libTH.so)
@@ -334,6 +340,10 @@ SIGNATURES = (
               # Error: ...: cannot open shared object file"): cuDNN cannot start, whoever loaded it (torch or CTranslate2),
               # which is cublas's (that check probes cuDNN)
               unless=(CUDNN_OWN_LOADER,),
+              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              remedies=(REINSTALL_TORCH,)),
+    # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)
+    Signature("torch-import-failed", SPLIT_CUDA_LIBRARY, frames=(r"(^|/)torch/__init__\.py$",), frames_required=True,
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     # torch's own libraries need a newer C or C++ runtime than this system (or conda env) has: "version `GLIBC_2.14' not

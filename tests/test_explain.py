@@ -711,6 +711,8 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("cuda-compat--melotts-cufft-internal-error-rtx4090", "cufft-too-old-for-gpu"),  # cuFFT of CUDA 11.7 on an RTX 4090
     ("cuda-compat--vllm-awq-v100-min-capability-75", "no-kernel-image"),  # vLLM's AWQ kernels gated at Turing (dev-32)
     ("fp8--vllm-4327-ray-workers-fp8-quant-cc86", "no-fp8-hardware"),  # the same gate for fp8 stays fp8's (dev-3)
+    # torch 1.8-1.13's split libtorch_cuda_cpp looked for by torchaudio's library under a newer torch (dev-24)
+    ("extension-abi--audacitorch-colab-torchaudio-libtorch-cuda-cpp-missing", "import-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
-from ..torch_install import MACHO_WRONG_CPU
+from ..torch_install import MACHO_WRONG_CPU, SPLIT_CUDA_LIBRARY
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -95,6 +95,12 @@ SIGNATURES = (
     Signature("import-fails", r"No module named '(?!(%s)')\w+(_ext|_cuda|_kernels?)'" % "|".join(APEX_CUDA_EXTENSIONS),
               cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
                     "was installed from source without building its C++/CUDA part",
+              remedies=(REINSTALL_EXTENSION,)),
+    # torch 1.8-1.13's split CUDA libraries looked for outside torch's own import: an extension built against such a
+    # torch, loaded under a newer one (torch-sparse's, torchaudio's `torch.ops.load_library`)
+    Signature("import-fails", SPLIT_CUDA_LIBRARY, unless=(r"[\\/]torch[\\/]__init__\.py",),
+              cause="a compiled extension was built against torch 1.8-1.13, whose CUDA library was split in two; this torch "
+                    "has no libtorch_cuda_cu/_cpp",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own compiled code with no build for this GPU or this torch, as the package says it: tiny-cuda-nn's "Could
     # not find compatible tinycudann extension for compute capability 75", DGL's per-torch library ("There is no such file
