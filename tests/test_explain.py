@@ -713,6 +713,9 @@ def test_nccls_own_warnings_are_read_as_errors_where_no_python_error_was_printed
     ("fp8--vllm-4327-ray-workers-fp8-quant-cc86", "no-fp8-hardware"),  # the same gate for fp8 stays fp8's (dev-3)
     # torch 1.8-1.13's split libtorch_cuda_cpp looked for by torchaudio's library under a newer torch (dev-24)
     ("extension-abi--audacitorch-colab-torchaudio-libtorch-cuda-cpp-missing", "import-fails"),
+    # from dev-32: torch-directml's own out-of-memory words, and its native module that will not load on Windows
+    ("device-memory--krita-directml-alloc", "out-of-memory"),
+    ("extension-abi--krita-torch-directml-dll", "import-fails"),
 ])
 def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]

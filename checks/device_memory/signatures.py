@@ -66,6 +66,9 @@ SIGNATURES = (
                                r"(cudaMalloc\w*\([^\n]*\)|\bcuda) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
                                r"Allocation on device \d+ would exceed allowed memory|"
+                               # (torch-directml's allocator: "Could not allocate tensor with 1032884736 bytes. There is not
+                               # enough GPU video memory available!")
+                               r"There is not enough GPU video memory available|"
                                # the allocator's report whatever the first words were (IPEX's "Current platform can NOT
                                # allocate memory block with size larger than 4GB! Tried to allocate 7.03 GiB (GPU 0; 15.91
                                # GiB total capacity; ...": github.com/simonlui/Docker_IPEX_ComfyUI)

@@ -92,7 +92,7 @@ SIGNATURES = (
     # A compiled module named as such by convention (exllamav2_ext, *_cuda, *_kernels) that is not there at all: the
     # wheel carries no build for this torch/CUDA/Python (exllamav2's prebuilt cu121 wheels), or it was never built.
     # apex's own modules (amp_C, fused_layer_norm_cuda, ...) are apex's
-    Signature("import-fails", r"No module named '(?!(%s)')\w+(_ext|_cuda|_kernels?)'" % "|".join(APEX_CUDA_EXTENSIONS),
+    Signature("import-fails", r"No module named '(?!(%s)')\w+(_ext|_cuda|_kernels?|_native)'" % "|".join(APEX_CUDA_EXTENSIONS),
               cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
                     "was installed from source without building its C++/CUDA part",
               remedies=(REINSTALL_EXTENSION,)),
@@ -184,7 +184,9 @@ SIGNATURES = (
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
-    Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?)\b",
+    # (and a package's `*_native` module: "DLL load failed while importing torch_directml_native: The specific procedure
+    # could not be found", torch-directml built for another torch)
+    Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?|_native)\b",
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
