@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import codecs
 import functools
+import importlib
 import re
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 import pytest
 from tracebacks import JUNK, Case, cases, held_out
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.explain.match import Matching, match
+from envdoctor.pipeline.explain.needles import may_match, needles
 from envdoctor.pipeline.explain.reader import MAX_KEPT, LogScanner, NotText, read_text
 from envdoctor.pipeline.explain.spelling import canonical, dtypes_in
 from envdoctor.pipeline.explain.tracebacks import raised_errors
@@ -521,6 +523,39 @@ def test_no_signature_branch_starts_with_an_unbounded_run() -> None:
     starts = ["%s %s: %s" % (check.id, sig.code, branch[:60]) for check in CHECKS for sig in check.signatures
               for branch in _alternatives(sig.message) if _UNBOUNDED_START.match(branch)]
     assert starts == []
+
+
+def test_a_signatures_needles_are_the_literals_it_cannot_match_without() -> None:
+    assert needles(r"CUBLAS_STATUS_(ALLOC_FAILED|NOT_INITIALIZED)|cublasCreate\(handle\)") == (
+        False, ("CUBLAS_STATUS_", "cublasCreate(handle)"))
+    assert needles(r"(?i)\bAtte\w*ing to unscale") == (True, ("atte",))
+    assert needles(r"No modules? named") == (False, ("No module",))  # `s?`: the s may be absent, so not in the needle
+    for unreadable in (r"\w+_impl", r"(a|b)cd", r"(?i:abc)def", r"(?=.*x)abc", r"ab|abcdef", r"(?i)İstanbul"):
+        assert needles(unreadable) is None, unreadable
+    assert not may_match(r"CUDA out of memory", "RuntimeError: expected scalar type", "runtimeerror: expected scalar type")
+
+
+def test_the_needles_never_change_a_diagnosis() -> None:
+    """Skipping a signature whose literals are absent is an optimisation only: every case and every line of data gets
+    the same diagnoses, near misses included, with it as without it."""
+    matching = importlib.import_module("envdoctor.pipeline.explain.match")  # (the package's `match` is the function)
+
+    def readings(text: str) -> List[Tuple[str, str, float, int]]:
+        found = match(read_text(text), CHECKS)
+        return ([(d.check, d.code, d.confidence, d.error.line) for d in found.diagnoses]
+                + [(n.check, n.code, 0.0, -1) for n in found.near])
+
+    texts = [c.body for c in CASES] + ["\n".join(JUNK)]
+    with_needles = [readings(t) for t in texts]
+    original = matching.may_match
+    matching.may_match = lambda pattern, text, folded: True  # type: ignore[assignment]
+    try:
+        without = [readings(t) for t in texts]
+    finally:
+        matching.may_match = original
+    assert with_needles == without
+    covered = sum(needles(sig.message) is not None for check in CHECKS for sig in check.signatures)
+    assert covered >= 0.6 * sum(len(check.signatures) for check in CHECKS)  # most signatures are skipped where absent
 
 
 def test_a_traceback_cut_before_its_error_belongs_to_the_error_quoted_without_frames() -> None:

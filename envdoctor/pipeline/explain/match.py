@@ -13,12 +13,14 @@ found. A wrong cause is worse than none: text that matches no signature gets non
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
 from envdoctor.pipeline.explain.context import LogContext, read_context
 from envdoctor.pipeline.explain.involved import Involved, involved
+from envdoctor.pipeline.explain.needles import may_match
 from envdoctor.pipeline.explain.reader import LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors
@@ -92,8 +94,9 @@ class _Hit:
     context_line: str = ""
 
 
+@functools.cache  # every signature's patterns, kept for the run (more than re's own cache holds)
 def _compiled(pattern: str) -> Pattern[str]:
-    return re.compile(pattern)  # re keeps the compiled patterns (a few dozen signatures)
+    return re.compile(pattern)
 
 
 def _any(patterns: Sequence[str], texts: Sequence[str]) -> bool:
@@ -152,8 +155,10 @@ class _Surroundings:
         return self.cache[error.line]
 
 
-def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, surroundings: _Surroundings,
+def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
            near: List[NearMiss]) -> Optional[_Hit]:
+    if not may_match(sig.message, text, folded):  # none of the literals it starts with: not compiled, not run
+        return None
     found = _compiled(sig.message).search(text)
     if not found:
         return None
@@ -221,10 +226,11 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     surroundings = _Surroundings(excerpt)
     for error in errors:
         text = canonical(error.text)
+        folded = text.lower()
         own: List[_Hit] = []
         for check in checks:
             for sig in check.signatures:
-                hit = _weigh(check, sig, error, text, surroundings, near)
+                hit = _weigh(check, sig, error, text, folded, surroundings, near)
                 if hit is None:
                     continue
                 if sig.supporting:
