@@ -1,21 +1,22 @@
 """The literal text a signature's pattern cannot match without, read from the pattern itself.
 
 Every run of `explain` tries each check's signatures on each error; compiling ~300 patterns is most of what a short
-traceback costs. A pattern whose every top-level branch begins with a literal (`CUBLAS_STATUS_(...)`, `Found no NVIDIA
-driver`) cannot match a text that holds none of those literals, so it need not be compiled or run there: `needles`
-returns them, and `may_match` is the test. Patterns it cannot read that way (a branch starting with a class, a group,
-an inline flag) get no needles and are always tried. Pure.
+traceback costs. A pattern each of whose top-level branches holds a plain literal outside its groups
+(`CUBLAS_STATUS_(...)`, `(CUDA|HIP) out of memory`) cannot match a text that holds none of those literals, so it need
+not be compiled or run there: `needles` returns them, and `may_match` is the test. Patterns it cannot read that way (a
+branch that is all groups and classes, a global flag other than (?i)) get no needles and are always tried. Pure.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Optional, Tuple
 
 _MIN = 3  # a literal shorter than this rules out too little to be worth the look
 _SPECIAL = set(".^$*+?{}[]|()\\")
 _QUANTIFIERS = set("*+?{")
-_ZERO_WIDTH = ("\\b", "\\A", "^")
+_GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
 # escapes that stand for one literal character
 _LITERAL_ESCAPES = {"\\" + c: c for c in ".^$*+?{}[]|()\\/-'\"`:,=<>#&!~%@ _"}
 
@@ -52,45 +53,53 @@ def _branches(pattern: str) -> Optional[Tuple[str, ...]]:
     return tuple(branches + [current]) if depth == 0 else None
 
 
-def _leading_literal(branch: str) -> str:
-    """The literal a branch starts with (zero-width anchors skipped), cut before a character a quantifier makes optional."""
-    i = 0
-    while True:
-        anchor = next((a for a in _ZERO_WIDTH if branch.startswith(a, i)), None)
-        if anchor is None:
-            break
-        i += len(anchor)
-    literal = ""
+def _required_literal(branch: str) -> str:
+    """The longest literal a branch cannot match without: a run of plain characters outside any group or class (groups
+    may be optional, their insides alternatives), cut before a character a quantifier makes optional or repeatable."""
+    best, run, depth, i = "", "", 0, 0
     while i < len(branch):
         char = branch[i]
+        piece = None
         if char == "\\":
             step = branch[i:i + 2]
-            if step not in _LITERAL_ESCAPES:
-                break
-            piece, i = _LITERAL_ESCAPES[step], i + 2
+            piece = _LITERAL_ESCAPES.get(step) if depth == 0 else None
+            i += 2
+        elif char == "[":
+            j = i + 1 + (branch[i + 1:i + 2] == "^")
+            j += branch[j:j + 1] == "]"
+            while j < len(branch) and branch[j] != "]":
+                j += 2 if branch[j] == "\\" else 1
+            i = j + 1
+        elif char == "(":
+            depth, i = depth + 1, i + 1
+        elif char == ")":
+            depth, i = depth - 1, i + 1
         elif char in _SPECIAL:
-            break
+            i += 1
         else:
-            piece, i = char, i + 1
-        if i < len(branch) and branch[i] in _QUANTIFIERS:  # this character may be absent (or repeated): stop before it
-            break
-        literal += piece
-    return literal
+            piece, i = (char if depth == 0 else None), i + 1
+        if piece is not None and not (i < len(branch) and branch[i] in _QUANTIFIERS):
+            run += piece
+            continue
+        best, run = max(best, run, key=len), ""
+    return max(best, run, key=len)
 
 
 @functools.cache
 def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
     """(ignore case, literals): one of the literals is in any text the pattern matches; None: no such set is known."""
-    ignore_case = pattern.startswith("(?i)")
-    body = pattern[4:] if ignore_case else pattern
-    if body.startswith("(?"):  # another global flag, or a lookaround spanning the pattern
+    flags = _GLOBAL_FLAGS.match(pattern)
+    letters = flags.group(1) if flags else ""
+    if "x" in letters:  # verbose: spaces are not literal
         return None
+    ignore_case = "i" in letters
+    body = pattern[flags.end():] if flags else pattern
     branches = _branches(body)
     if branches is None:
         return None
     found = []
     for branch in branches:
-        literal = _leading_literal(branch)
+        literal = _required_literal(branch)
         if len(literal) < _MIN or (ignore_case and not literal.isascii()):  # (re folds case as str.lower() does for ASCII)
             return None
         found.append(literal.lower() if ignore_case else literal)
