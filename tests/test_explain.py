@@ -15,7 +15,7 @@ from tracebacks import JUNK, Case, cases, held_out
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.explain.match import Matching, match
-from envdoctor.pipeline.explain.needles import may_match, needles
+from envdoctor.pipeline.explain.needles import branches, may_match, needles
 from envdoctor.pipeline.explain.reader import MAX_KEPT, LogScanner, NotText, read_text
 from envdoctor.pipeline.explain.spelling import canonical, dtypes_in
 from envdoctor.pipeline.explain.tracebacks import raised_errors
@@ -490,28 +490,6 @@ def test_lines_of_data_get_no_cause_and_no_near_miss_from_a_signature_that_keys_
     assert found.diagnoses == [] and found.near == []
 
 
-def _alternatives(pattern: str) -> List[str]:
-    """The top-level branches of a regex (`a|b(c|d)` -> `a`, `b(c|d)`), escapes and character classes read through."""
-    branches, depth, current, i = [], 0, "", 0
-    while i < len(pattern):
-        step = 2 if pattern[i] == "\\" else 1
-        if pattern[i] == "[":  # a class: up to its closing bracket, which may come first or after a ^
-            j = i + 1 + (pattern[i + 1:i + 2] == "^")
-            j += pattern[j:j + 1] == "]"
-            while j < len(pattern) and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            step = j + 1 - i
-        elif pattern[i] in "()":
-            depth += 1 if pattern[i] == "(" else -1
-        elif pattern[i] == "|" and depth == 0:
-            branches.append(current)
-            current, i = "", i + 1
-            continue
-        current += pattern[i:i + step]
-        i += step
-    return branches + [current]
-
-
 # A branch that starts with an unbounded run of a class (`\w+_impl`, `.*foo`), inside its groups or not, is tried from
 # every character of a long line of data and runs to its end each time: quadratic on the lines JUNK holds
 _UNBOUNDED_START = re.compile(r"^(\(\?[aiLmsux]+\))?(\((\?:|\?P<\w+>)?)*(\\[wWsSdD]|\.|\[[^\]]*\])[*+]")
@@ -521,7 +499,7 @@ def test_no_signature_branch_starts_with_an_unbounded_run() -> None:
     assert _UNBOUNDED_START.match(r"\w+_impl: implementation") and _UNBOUNDED_START.match(r"(?:.*)foo")
     assert not _UNBOUNDED_START.match(r"\b\w+Error\b") and not _UNBOUNDED_START.match(r"^\s*from torch")
     starts = ["%s %s: %s" % (check.id, sig.code, branch[:60]) for check in CHECKS for sig in check.signatures
-              for branch in _alternatives(sig.message) if _UNBOUNDED_START.match(branch)]
+              for branch in branches(sig.message) or (sig.message,) if _UNBOUNDED_START.match(branch)]
     assert starts == []
 
 

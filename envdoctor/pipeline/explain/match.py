@@ -106,8 +106,9 @@ def _any(patterns: Sequence[str], texts: Sequence[str]) -> bool:
 def _first_match(patterns: Sequence[str], lines: Sequence[str]) -> str:
     """The first of the lines where one of the patterns matches ("" for none). A pattern that spells a line break
     (`\\n`) reads the lines as one text, and what it matched is returned."""
+    within = [p for p in patterns if _one_line(p)]
     for line in lines:
-        if _any([p for p in patterns if _one_line(p)], [line]):
+        if _any(within, [line]):
             return line.strip()
     across = [p for p in patterns if not _one_line(p)]
     if across:
@@ -157,7 +158,7 @@ class _Surroundings:
 
 def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
            near: List[NearMiss]) -> Optional[_Hit]:
-    if not may_match(sig.message, text, folded):  # none of the literals it starts with: not compiled, not run
+    if not may_match(sig.message, text, folded):  # none of its needles in the error: not compiled, not run
         return None
     found = _compiled(sig.message).search(text)
     if not found:

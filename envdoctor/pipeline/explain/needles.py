@@ -21,7 +21,7 @@ _GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
 _LITERAL_ESCAPES = {"\\" + c: c for c in ".^$*+?{}[]|()\\/-'\"`:,=<>#&!~%@ _"}
 
 
-def _branches(pattern: str) -> Optional[Tuple[str, ...]]:
+def branches(pattern: str) -> Optional[Tuple[str, ...]]:
     """The top-level branches of `pattern`, or None where it cannot be split with certainty."""
     branches, current, depth, i = [], "", 0, 0
     while i < len(pattern):
@@ -94,11 +94,11 @@ def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
         return None
     ignore_case = "i" in letters
     body = pattern[flags.end():] if flags else pattern
-    branches = _branches(body)
-    if branches is None:
+    parts = branches(body)
+    if parts is None:
         return None
     found = []
-    for branch in branches:
+    for branch in parts:
         literal = _required_literal(branch)
         if len(literal) < _MIN or (ignore_case and not literal.isascii()):  # (re folds case as str.lower() does for ASCII)
             return None
