@@ -297,7 +297,6 @@ NOT_NVIDIA_DEVICE = Remedy("Use the build for this GPU (AMD: a ROCm torch on Lin
 REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch==<the installed version>`): files of it are "
                          "missing or come from another build", id="torch-reinstall")
 
-# WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
 # torch 1.8 to 1.13's CUDA builds split libtorch_cuda into libtorch_cuda_cu and libtorch_cuda_cpp (BUILD_SPLIT_CUDA:
 # github.com/pytorch/pytorch/pull/49050, removed by /pull/87502 for 2.0): a library linked against them names them
 SPLIT_CUDA_LIBRARY = r"libtorch_cuda_(cu|cpp)\.so[.\d]*: cannot open shared object file"
@@ -309,6 +308,7 @@ SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes whee
 # macOS's loader on a library built for the other CPU of a Mac: "... (mach-o file, but is an incompatible architecture
 # (have 'x86_64', need 'arm64e'))" (dyld's words, the line often wrapped before "(have")
 MACHO_WRONG_CPU = r"\(have '?(x86_64|arm64e?)'?, need '?(x86_64|arm64e?)'?\)"
+# WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
 PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
                     "reinstall torch into this interpreter", id="vc-redist")
