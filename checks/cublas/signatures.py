@@ -34,11 +34,16 @@ AFTER_ASSERT = r"device-side assert|Assertion `[^`]*` failed|index out of range|
 # (github.com/pytorch/pytorch/issues/64920): the calling code's shapes, not cuBLAS
 SHAPES_DO_NOT_FIT = r"shapes cannot be multiplied|size mismatch, m1:|(?i:mismatched (tensor )?shapes|shape mismatch)"
 
+# cuBLAS's libraries named out of step: another CUDA's libcublas or a cuBLAS symbol missing
+CUBLAS_LIBRARIES = r"libcublas\w*\.so[.\d]*\S*:? (cannot open|undefined symbol|version)|cublas\w*\.dll|undefined symbol:? ?cublas|LD_LIBRARY_PATH"
+
 # Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
 SIGNATURES = (
-    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED",
-              cause="cuBLAS could not start: a GPU out of memory (another process, another rank on the same GPU), or "
-                    "broken or mismatched cuBLAS libraries", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
+    # cuBLAS failing to create its handle is, as threads settle it, most often a GPU with no memory left for it
+    # (device-memory reads it so); it is cuBLAS's own only where the log shows its libraries out of step
+    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED", context=(CUBLAS_LIBRARIES,), context_required=True,
+              cause="cuBLAS could not start: broken or mismatched cuBLAS libraries (another CUDA's libcublas found first), or "
+                    "a GPU out of memory", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1], unless=(AFTER_ASSERT,)),
     Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
               cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
                     "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
+from ..cublas.signatures import AFTER_ASSERT
 from ..distributed.signatures import DATALOADER_SHM, SHM_REMEDIES
 
 # How out of memory reads in a traceback, and what causes it:
@@ -131,6 +132,12 @@ SIGNATURES = (
                                "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),
     Signature("out-of-memory", r"CUBLAS_STATUS_(ALLOC_FAILED|NOT_INITIALIZED)", context=OOM_HINTS, context_required=True,
               cause="cuBLAS could not create its handle or workspace because the GPU is (nearly) full",
+              remedies=EXPLAIN_REMEDIES),
+    # The same without a word of memory around it: as its threads settle it, still most often a full GPU (another
+    # process or rank holding it; the first 104 cases and dev-21/25), else cuBLAS's own libraries (cublas reads those)
+    Signature("out-of-memory", r"CUBLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
+              cause="cuBLAS could not create its handle: most often the GPU has no memory left for it (another process, "
+                    "another rank on the same GPU, a model that filled it), else broken or mismatched cuBLAS libraries",
               remedies=EXPLAIN_REMEDIES),
     Signature("out-of-memory", r"CUDNN_STATUS_(ALLOC_FAILED|NOT_INITIALIZED|INTERNAL_ERROR)", context=OOM_HINTS, context_required=True,
               cause="cuDNN could not allocate its handle or a convolution workspace: the GPU is (nearly) full or the batch too large",

@@ -3,7 +3,7 @@
 A signature's message says which family an error can belong to; its frames and the
 log's context say which one it does. `expected scalar type Float but found Half` is
 `apex` when apex's fused norm raised it and `dtype-mismatch` from CLIP's layer norm;
-`CUBLAS_STATUS_NOT_INITIALIZED` is `device-memory` beside an out-of-memory hint and
+`CUBLAS_STATUS_ALLOC_FAILED` is `device-memory` beside an out-of-memory hint and
 `cublas` otherwise. So, for one error, a match whose frames or context are present
 outranks a match that only shares the words, and a signature that needs frames or
 context it does not find is no diagnosis, only a near miss shown when nothing else is
