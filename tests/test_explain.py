@@ -198,6 +198,8 @@ def test_cublas_init_failure_is_device_memory_unless_the_log_shows_cublas_librar
     message = "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"
     frame = SITE + "torch/nn/modules/linear.py"
     assert top(_traceback(message, frame)) == "device-memory"
+    # (both readings offered, the full GPU first: each check's probe tries its own)
+    assert [d.check for d in explained(_traceback(message, frame)).diagnoses] == ["device-memory", "cublas"]
     oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 23.65 GiB total capacity)\n"
     assert top(_traceback(message, frame, before=oom)) == "device-memory"
     libraries = "export LD_LIBRARY_PATH=/usr/local/cuda-11.3/lib64:$LD_LIBRARY_PATH\n"

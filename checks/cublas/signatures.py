@@ -44,6 +44,11 @@ SIGNATURES = (
     Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED", context=(CUBLAS_LIBRARIES,), context_required=True,
               cause="cuBLAS could not start: broken or mismatched cuBLAS libraries (another CUDA's libcublas found first), or "
                     "a GPU out of memory", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1], unless=(AFTER_ASSERT,)),
+    # (and without such a line, the second reading after device-memory's, whose pattern reads the call too: both are
+    # offered, and each check's probe tries its own on the live stack)
+    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
+              cause="cuBLAS could not start: broken or mismatched cuBLAS libraries (another CUDA's libcublas found first)",
+              remedies=EXPLAIN_REMEDIES[1:]),
     Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
               cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
                     "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),

@@ -135,7 +135,7 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES),
     # The same without a word of memory around it: as its threads settle it, still most often a full GPU (another
     # process or rank holding it; the first 104 cases and dev-21/25), else cuBLAS's own libraries (cublas reads those)
-    Signature("out-of-memory", r"CUBLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
+    Signature("out-of-memory", r"CUBLAS_STATUS_NOT_INITIALIZED( when calling `?cublasCreate\(handle\)`?)?", unless=(AFTER_ASSERT,),
               cause="cuBLAS could not create its handle: most often the GPU has no memory left for it (another process, "
                     "another rank on the same GPU, a model that filled it), else broken or mismatched cuBLAS libraries",
               remedies=EXPLAIN_REMEDIES),
