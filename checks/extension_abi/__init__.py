@@ -43,6 +43,9 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
                      r"deepspeed|vllm)/",)
 
+# How packages name their compiled modules by convention: exllamav2_ext, fused_*_cuda, *_kernels, torch_directml_native
+COMPILED_SUFFIX = r"(_ext|_cuda|_kernels?|_native)"
+
 # CPython's own compiled modules, shipped as .pyd files in a Windows install's DLLs folder
 # (https://docs.python.org/3/using/windows.html): their DLL failures are the Python install's, never an extension's
 PYTHON_OWN_MODULES = (r"_(asyncio|bz2|ctypes|decimal|elementtree|hashlib|lzma|msi|multiprocessing|overlapped|queue|socket|"
@@ -92,7 +95,7 @@ SIGNATURES = (
     # A compiled module named as such by convention (exllamav2_ext, *_cuda, *_kernels) that is not there at all: the
     # wheel carries no build for this torch/CUDA/Python (exllamav2's prebuilt cu121 wheels), or it was never built.
     # apex's own modules (amp_C, fused_layer_norm_cuda, ...) are apex's
-    Signature("import-fails", r"No module named '(?!(%s)')\w+(_ext|_cuda|_kernels?|_native)'" % "|".join(APEX_CUDA_EXTENSIONS),
+    Signature("import-fails", r"No module named '(?!(%s)')\w+%s'" % ("|".join(APEX_CUDA_EXTENSIONS), COMPILED_SUFFIX),
               cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
                     "was installed from source without building its C++/CUDA part",
               remedies=(REINSTALL_EXTENSION,)),
@@ -186,7 +189,7 @@ SIGNATURES = (
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     # (and a package's `*_native` module: "DLL load failed while importing torch_directml_native: The specific procedure
     # could not be found", torch-directml built for another torch)
-    Signature("import-fails", r"DLL load failed while importing \w+(_ext|_cuda|_kernels?|_native)\b",
+    Signature("import-fails", r"DLL load failed while importing \w+%s\b" % COMPILED_SUFFIX,
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,

@@ -21,36 +21,43 @@ _GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
 _LITERAL_ESCAPES = {"\\" + c: c for c in ".^$*+?{}[]|()\\/-'\"`:,=<>#&!~%@ _"}
 
 
+def _class_end(pattern: str, start: int) -> int:
+    """Where the character class opening at `start` ends (past its `]`, which may come first or after a `^`); past the
+    pattern's end where it never closes."""
+    j = start + 1 + (pattern[start + 1:start + 2] == "^")
+    j += pattern[j:j + 1] == "]"
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
 def branches(pattern: str) -> Optional[Tuple[str, ...]]:
     """The top-level branches of `pattern`, or None where it cannot be split with certainty."""
-    branches, current, depth, i = [], "", 0, 0
+    found, current, depth, i = [], "", 0, 0
     while i < len(pattern):
         char = pattern[i]
         if char == "\\":
             current += pattern[i:i + 2]
             i += 2
             continue
-        if char == "[":  # a class: up to its closing bracket, which may come first or after a ^
-            j = i + 1 + (pattern[i + 1:i + 2] == "^")
-            j += pattern[j:j + 1] == "]"
-            while j < len(pattern) and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            if j >= len(pattern):
+        if char == "[":
+            end = _class_end(pattern, i)
+            if end > len(pattern):
                 return None
-            current += pattern[i:j + 1]
-            i = j + 1
+            current += pattern[i:end]
+            i = end
             continue
         if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
         elif char == "|" and depth == 0:
-            branches.append(current)
+            found.append(current)
             current, i = "", i + 1
             continue
         current += char
         i += 1
-    return tuple(branches + [current]) if depth == 0 else None
+    return tuple(found + [current]) if depth == 0 else None
 
 
 def _required_literal(branch: str) -> str:
@@ -65,11 +72,7 @@ def _required_literal(branch: str) -> str:
             piece = _LITERAL_ESCAPES.get(step) if depth == 0 else None
             i += 2
         elif char == "[":
-            j = i + 1 + (branch[i + 1:i + 2] == "^")
-            j += branch[j:j + 1] == "]"
-            while j < len(branch) and branch[j] != "]":
-                j += 2 if branch[j] == "\\" else 1
-            i = j + 1
+            i = _class_end(branch, i)
         elif char == "(":
             depth, i = depth + 1, i + 1
         elif char == ")":
