@@ -20,6 +20,7 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
 from envdoctor.target.intent import config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import bf16_gpu_step
@@ -388,6 +389,9 @@ BF16_REMEDIES = (
     Remedy("Or move to an Ampere or newer GPU (compute capability 8.0+: A100, A10G, L4, RTX 30xx/40xx, H100)", id="use-ampere-gpu"),
 )
 
+# The GPUs named in a log that have no native bf16 (compute capability below 8.0), from the one name -> capability table
+_BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
+
 SIGNATURES = (
     # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
     # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
@@ -455,6 +459,12 @@ SIGNATURES = (
     Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14",
               cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
               remedies=(Remedy(MPS_BF16, id="mps-fp16"),)),
+    # Read weakest: one raised error (its exception type on the line: not a poster's prose) that names a GPU without native
+    # bf16 and bf16 together, in whatever library's words (lit-gpt's "KeyError: 'flop count not found for t4 with
+    # precision: bf16-mixed'"; github.com/Lightning-AI/litgpt/issues/205)
+    Signature("bf16-unsupported", r"(?i)^(?=.*?\b\w*(Error|Exception)\b:)(?=.*?(%s))(?=.*?\b(bf16|bfloat16)\b)" % _BELOW_AMPERE,
+              cause="bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)",
+              remedies=BF16_REMEDIES),
     Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
               cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
               remedies=BF16_REMEDIES),

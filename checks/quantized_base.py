@@ -222,7 +222,10 @@ SIGNATURES = (
     # where bitsandbytes finds no CUDA, on a Mac too: github.com/bitsandbytes-foundation/bitsandbytes/issues/837)
     Signature("quantized-fails", r"Using `(bitsandbytes` (4|8)-bit quantization|load_in_(4|8)bit=True`) requires "
                                  r"(Accelerate|the latest version of bitsandbytes)|"
-                                 r"No GPU found\. A GPU is needed for quantization",
+                                 r"No GPU found\. A GPU is needed for quantization|"
+                                 # (transformers 4.2x's version gate: "You have a version of `bitsandbytes` that is not
+                                 # compatible with 8bit inference and training make sure you have the latest version")
+                                 r"version of `?bitsandbytes`? that is not compatible with (4|8) ?bit",
               cause="transformers finds no usable bitsandbytes: not installed, too old, or no CUDA GPU for it",
               remedies=EXPLAIN_REMEDIES[::-1]),
 )

@@ -337,6 +337,38 @@ def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_pr
     assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
 
 
+def test_the_readings_written_from_dev_36_and_their_look_alikes() -> None:
+    """Each structural reading written from batch 36's dev cases, beside what must not read as it."""
+    # a program's advice after the error it printed is a condition, not an OOM (Real-ESRGAN's except block)
+    advice = "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
+    assert top("Error \"unfolded2d_copy\" not implemented for 'Half'\n" + advice) == "cpu-half-kernels"
+    assert top("Error CUDA out of memory. Tried to allocate 2.00 GiB\n" + advice) == "device-memory"
+    # a raised error naming a GPU without native bf16 and bf16 together; not an Ampere GPU, not a poster's prose
+    assert top("KeyError: 'flop count not found for t4 with precision: bf16-mixed'\n") == "bf16-support"
+    assert top("KeyError: 'flop count not found for a100 with precision: bf16-mixed'\n") == "none"
+    assert top("Repro: FastVisionModel + use_dora=True + T4 GPU (no bf16 support)\n") == "none"
+    # a compiled module whose guarded import failed, named later; not any undefined name
+    assert top(_traceback("NameError: name 'awq_ext' is not defined", SITE + "awq/modules/linear/gemm.py")) == "extension-abi"
+    assert top(_traceback("NameError: name 'model_ext' is not defined", "/home/me/train.py")) == "extension-abi"
+    assert top(_traceback("NameError: name 'model' is not defined", "/home/me/train.py")) == "none"
+    # a package's version gate for the torch its ops were built for
+    assert top("Exception: Version mismatch: Open3D needs PyTorch version 1.7.*, but version 1.8.2 is installed!\n") == "extension-abi"
+    # nvcc's runtime entry points, and a symbol a title cut off, in a package's library; torch's own is torch-install's
+    assert top("ImportError: /x/_ext/roi_pooling/_roi_pooling.so: undefined symbol: __cudaPopCallConfiguration\n") == "extension-abi"
+    assert top("OSError:anaconda3/lib/python3.6/site-packages/spconv/libspconv.so: undefined symbol:\n") == "extension-abi"
+    assert top("OSError: /env/lib/python3.10/site-packages/torch/lib/libtorch_cpu.so: undefined symbol:\n") != "extension-abi"
+    # transformers' bitsandbytes version gate
+    assert top("ValueError: You have a version of `bitsandbytes` that is not compatible with 8bit inference and training make "
+               "sure you have the latest version of `bitsandbytes` installed\n") == "quantized-base"
+    # `pip install apex` building the impostor's dependencies
+    pip_log = ("    crypt_blowfish-1.2/crypt.h:17:23: fatal error: gnu-crypt.h: No such file or directory\n"
+               "    error: command 'gcc' failed with exit status 1\n"
+               "Command \"/opt/conda/bin/python -u -c \"import setuptools;__file__='/tmp/pip-install-g5jfjni4/cryptacular/setup.py'\" "
+               "install\" failed with error code 1 in /tmp/pip-install-g5jfjni4/cryptacular/\n")
+    assert top(pip_log) == "apex"
+    assert top(pip_log.replace("cryptacular", "pycocotools")) == "none"
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

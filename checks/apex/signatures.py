@@ -74,6 +74,13 @@ SIGNATURES = (
               cause="the script's guarded `import apex` failed: NVIDIA apex is missing, is the PyPI impostor, or was built "
                     "without the compiled modules the script imports with it (amp_C)",
               remedies=(REBUILD,)),
+    # `pip install apex` building the impostor's own dependencies (cryptacular, velruse: Pyramid's, never NVIDIA apex's), as a
+    # pip log shows them failing (github.com/NVIDIA/apex/issues/170: "fatal error: gnu-crypt.h" while building cryptacular)
+    Signature("apex-impostor", r"(?i:pip-(install|build)-\w+[\\/]+(cryptacular|velruse)[\\/]|"
+                               r"(failed building wheel for|running setup\.py install for|building wheel for) (cryptacular|velruse)\b)",
+              cause="`pip install apex` installs the PyPI package named apex (a Pyramid web toolkit), whose dependencies fail to "
+                    "build; NVIDIA apex is not on PyPI",
+              remedies=(UNINSTALL_IMPOSTOR,)),
     Signature("apex-impostor", r"No module named '?(pyramid_mailer|velruse|cryptacular)'?", frames=(r"apex/__init__\.py",),
               cause="the PyPI package named apex (a Pyramid web toolkit) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),

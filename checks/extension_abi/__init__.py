@@ -72,10 +72,24 @@ SIGNATURES = (
     # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
     # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
     # (and torch's C ABI, the shim compiled extensions call since 2.6: torch_library_impl, aoti_torch_*)
-    Signature("import-fails", r"undefined symbol: (_Z\S+|cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
+    # (nvcc's runtime entry points too: `__cudaPopCallConfiguration`, which nvcc 9.2+ emits, missing from the CUDA runtime
+    # torch 0.4 brought: an extension built with another CUDA; github.com/jwyang/faster-rcnn.pytorch/issues/190)
+    Signature("import-fails", r"undefined symbol: (_Z\S+|_*cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's own library under site-packages missing a symbol the paste cut off (an issue title ending at "undefined
+    # symbol:"; github.com/traveller59/spconv/issues/579): which symbol is unknown, so only torch's own libraries are excluded
+    Signature("import-fails", r"site-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$",
+              unless=(TORCH_OWN_LIBRARY,),
+              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's own version gate naming the torch its compiled ops were built for ("Version mismatch: Open3D needs
+    # PyTorch version 1.7.*, but version 1.8.2 is installed!"; github.com/isl-org/Open3D-ML/issues/430)
+    Signature("import-fails", r"(?i:\b(needs|requires|built for|compiled (for|with|against)) (PyTorch|torch)( version)? ?[\w.*+]+,? but "
+                              r"(version |PyTorch |torch )?[\w.+]+ (is|was) (installed|found|loaded))",
+              cause="a package's compiled ops were built for another torch release than the installed one",
               remedies=(REINSTALL_EXTENSION,)),
     # (torchvision.io's image library registers its ops as image::decode_jpeg, image::read_file, ...)
     Signature("import-fails", r"operator (torchvision|image)::\w+ does not exist|No such operator (torchvision|image)::\w+|"
@@ -98,6 +112,12 @@ SIGNATURES = (
     Signature("import-fails", r"No module named '(?!(%s)')\w+%s'" % ("|".join(APEX_CUDA_EXTENSIONS), COMPILED_SUFFIX),
               cause="a package's compiled extension is missing: its wheel has no build for this torch, CUDA or Python, or it "
                     "was installed from source without building its C++/CUDA part",
+              remedies=(REINSTALL_EXTENSION,)),
+    # The same module imported in a try/except and used later: the guard hid the import error, the name says which module
+    # (AutoAWQ's "NameError: name 'awq_ext' is not defined" when its kernels do not load; github.com/QwenLM/Qwen3/issues/221)
+    Signature("import-fails", r"name '(?!(%s)')\w+%s' is not defined" % ("|".join(APEX_CUDA_EXTENSIONS), COMPILED_SUFFIX),
+              cause="a package's compiled extension did not import (its guard hid why): no build for this torch, CUDA or "
+                    "Python, or never built",
               remedies=(REINSTALL_EXTENSION,)),
     # torch 1.8-1.13's split CUDA libraries looked for outside torch's own import: an extension built against such a
     # torch, loaded under a newer one (torch-sparse's, torchaudio's `torch.ops.load_library`)

@@ -190,6 +190,9 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
 # A Python or IPython prompt's answer on the line after the call it echoes (`>>> torch.cuda.is_available()` / `False`,
 # `Out[3]: False`): read as one line, "call -> answer"
 _ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
+# A program's advice printed after whatever failed ("If you encounter CUDA out of memory, try to set --tile with a smaller
+# number.", Real-ESRGAN's except block): a condition, not a message, so never read as the error itself
+_ADVICE = re.compile(r"^\s*if (you|your)\b", re.IGNORECASE)
 
 
 def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
@@ -200,6 +203,8 @@ def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[Rai
     found: List[RaisedError] = []
     for ln in lines:
         text = ln.text.strip()[:LOOSE_CHARS]
+        if _ADVICE.match(text):
+            continue
         answer = _ANSWER.match(text)
         if answer and found and found[-1].message.endswith(")") and found[-1].line == ln.number - 1:
             found[-1].message += " -> " + answer.group(1)
