@@ -445,6 +445,15 @@ class FakeCudaTorch:
         return getattr(self._torch, name)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Say it before any worker starts: a worker's UsageError (below) reaches the terminal only as xdist's INTERNALERROR."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    if getattr(config.option, "dist", "no") != "loadgroup":
+        raise pytest.UsageError("tests that share a venv are grouped: run them in parallel with `--dist loadgroup` "
+                                "(README: pytest -n 2 --dist loadgroup), or without -n")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Tests that change one shared venv (an xdist_group) must run in one process, one after
     another: under pytest-xdist that takes `--dist loadgroup` and a pytest whose nodes xdist can
