@@ -456,7 +456,10 @@ SIGNATURES = (
               remedies=BF16_REMEDIES),
     # Apple MPS before macOS 14 has no bf16: "TypeError: BFloat16 is not supported on MPS"
     # (github.com/hiyouga/LlamaFactory/issues/2090)
-    Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14",
+    # (or MPSGraph's own assertion, when autocast's bf16 reaches a graph compiled for f32: "MPSGraphExecutable.mm:2565: failed
+    # assertion `Incompatible element type ... expected element type f32 but received bf16'"; github.com/hvoss-tech/AutoForge/issues/35)
+    Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14|"
+                          r"MPS\w*\.mm:\d+: failed assertion\b.{0,300}?\b(bf16|bfloat16)\b",
               cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
               remedies=(Remedy(MPS_BF16, id="mps-fp16"),)),
     # Read weakest: one raised error (its exception type on the line: not a poster's prose) that names a GPU without native

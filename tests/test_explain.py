@@ -337,8 +337,8 @@ def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_pr
     assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
 
 
-def test_the_readings_written_from_dev_36_and_their_look_alikes() -> None:
-    """Each structural reading written from batch 36's dev cases, beside what must not read as it."""
+def test_the_readings_written_from_dev_36_and_37_and_their_look_alikes() -> None:
+    """Each structural reading written from batches 36's and 37's dev cases, beside what must not read as it."""
     # a program's advice after the error it printed is a condition, not an OOM (Real-ESRGAN's except block)
     advice = "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
     assert top("Error \"unfolded2d_copy\" not implemented for 'Half'\n" + advice) == "cpu-half-kernels"
@@ -367,6 +367,16 @@ def test_the_readings_written_from_dev_36_and_their_look_alikes() -> None:
                "install\" failed with error code 1 in /tmp/pip-install-g5jfjni4/cryptacular/\n")
     assert top(pip_log) == "apex"
     assert top(pip_log.replace("cryptacular", "pycocotools")) == "none"
+    # MPSGraph's assertion on a bf16 operand; the same on f16 is no bf16 matter
+    mps = "/AppleInternal/Library/MPSGraphExecutable.mm:2565: failed assertion `Incompatible element type for parameter at " \
+          "index 1, mlir module expected element type f32 but received %s'\n"
+    assert code_of(mps % "bf16") == ("bf16-support", "bf16-mps")
+    assert top(mps % "si32") != "bf16-support"
+    # "Torch not compiled with CUDA enabled" retyped: both readings still offered, the CPU wheel first
+    assert [d.code for d in explained("Torch not compiled with cuda\n").diagnoses] == ["cpu-only-torch", "no-cuda-here"]
+    # the driver too old, without the version torch prints; NVRTC not knowing the GPU
+    assert code_of("RuntimeError: NVIDIA driver too old\n") == ("cuda-compat", "driver-too-old")
+    assert code_of("RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)\n") == ("cuda-compat", "no-kernel-image")
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -90,6 +90,13 @@ SIGNATURES = (
                       r"PyTorch is\s*\(\d+\.\d+\)\s*-\s*\(\1\.\d+\)",),
               cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
               remedies=(WHEEL_FOR_GPU,)),
+    # NVRTC (the runtime compiler torch's CUDA brings, used by TorchScript's fuser and JIT kernels) not knowing the GPU's
+    # architecture: "nvrtc: error: invalid value for --gpu-architecture (-arch)" on an RTX 4090 under torch 1.10+cu113
+    # (github.com/Improbable-AI/walk-these-ways/issues/72): torch's CUDA predates the GPU
+    Signature("no-kernel-image", r"nvrtc: error: invalid value for --gpu-architecture",
+              cause="the CUDA torch was built with predates this GPU: its runtime compiler (NVRTC) cannot target the GPU's "
+                    "architecture",
+              remedies=(WHEEL_FOR_GPU,)),
     # cuFFT of CUDA 11.7 and earlier on Ada and Hopper GPUs (github.com/pytorch/pytorch/issues/88038: torch cu117 on an
     # RTX 4090; envdoctor.target.cuda_tables.CUFFT_FIRST_CUDA): the probe sees the GPU and torch's CUDA and decides
     Signature("cufft-too-old-for-gpu", r"CUFFT_INTERNAL_ERROR",
@@ -128,6 +135,11 @@ SIGNATURES = (
     Signature("driver-too-old", r"(The )?NVIDIA driver on your system is too old \(found version (\d+)\)",
               frames=(r"torch/cuda/__init__\.py",),
               cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
+              remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
+    # (the same retold without its version, as an issue's title: "RuntimeError: NVIDIA driver too old";
+    # github.com/MIC-DKFZ/nnUNet/issues/2160)
+    Signature("driver-too-old", r"\bNVIDIA driver (on your system )?(is )?too old\b(?! \(found version)",
+              cause="the NVIDIA driver is older than the CUDA torch was built with",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # the NVIDIA container toolkit refusing an image whose CUDA is newer than the host's driver ("nvidia-container-cli:
     # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version")
