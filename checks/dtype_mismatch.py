@@ -144,6 +144,12 @@ SIGNATURES = (
     Signature("mixes-rejected", r"Expected a Tensor of type %s" % (_TWO % " but found a type "),
               cause="tensors of different float dtypes in one sequence argument (torch.cat of fp16 and fp32; torch 0.4)",
               remedies=REMEDIES),
+    # autocast meeting two lower-precision float dtypes at once (a stray `.half()` inside a bf16 autocast region):
+    # aten/src/ATen/autocast_mode.h prioritize() "Unexpected floating ScalarType in at::autocast::prioritize"
+    # (github.com/Parskatt/RoMa/issues/2)
+    Signature("mixes-rejected", r"Unexpected floating ScalarType in at::autocast::prioritize",
+              cause="autocast met tensors of two lower-precision dtypes in one operation (fp16 and bf16: a tensor cast by hand "
+                    "inside an autocast region of the other dtype)", remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),

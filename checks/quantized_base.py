@@ -217,6 +217,13 @@ SIGNATURES = (
     Signature("quantized-fails", r"Params4bit' object has no attribute 'quant_storage'|has no attribute 'quant_storage'",
               cause="the installed bitsandbytes is older than 0.43, which added the 4-bit quant_storage this code uses",
               remedies=(BITSANDBYTES_UPGRADE,)),
+    # transformers' lazy import of its bitsandbytes integration failing, whatever bitsandbytes raised inside it ("Failed
+    # to import transformers.integrations.bitsandbytes because of the following error ... No module named 'triton.ops'":
+    # bitsandbytes before 0.45 under triton 3.2, which removed triton.ops; github.com/ai-dock/comfyui/issues/132)
+    Signature("quantized-fails", r"Failed to import transformers\.integrations\.bitsandbytes\b",
+              cause="bitsandbytes does not import here (a release too old for the installed triton or torch, or a build for "
+                    "another platform), so transformers cannot quantize with it",
+              remedies=(BITSANDBYTES_UPGRADE,)),
     # transformers' bitsandbytes quantizers refuse a machine without CUDA: "No GPU found. A GPU is needed for quantization."
     # (older releases: "Using `load_in_8bit=True` requires Accelerate: ... and the latest version of bitsandbytes", raised
     # where bitsandbytes finds no CUDA, on a Mac too: github.com/bitsandbytes-foundation/bitsandbytes/issues/837)

@@ -485,6 +485,12 @@ SIGNATURES = (
               cause="a torch without Intel GPU (XPU) support was asked to use the XPU (or says it has none)",
               remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
                                "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),
+    # torch's device-string parser not knowing the device type asked for (`torch.device("mps")` before torch 1.12: "Expected
+    # one of cpu, cuda, xpu, ... device type at start of device string: mps"): the installed torch predates that device
+    Signature("torch-too-old-for-device", r"Expected one of [\w, ]+ device type at start of device string: (mps|xpu|npu|hpu|mtia|privateuseone)\b",
+              cause="the installed torch predates the device type the code asks for (MPS arrived in torch 1.12, XPU in 2.4)",
+              remedies=(Remedy("Upgrade torch to a release that has the device (`pip install -U torch`; for XPU, the "
+                               "download.pytorch.org/whl/xpu index), in the interpreter that runs the script", id="torch-upgrade"),)),
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
               # torch imported from a checkout of its source (a folder pytorch/ holding torch/, outside site-packages): the
               # import found the sources, not the installed build; the program's working directory, not the install

@@ -337,8 +337,8 @@ def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_pr
     assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
 
 
-def test_the_readings_written_from_dev_36_and_37_and_their_look_alikes() -> None:
-    """Each structural reading written from batches 36's and 37's dev cases, beside what must not read as it."""
+def test_the_readings_written_from_dev_36_to_38_and_their_look_alikes() -> None:
+    """Each structural reading written from batches 36 to 38's dev cases, beside what must not read as it."""
     # a program's advice after the error it printed is a condition, not an OOM (Real-ESRGAN's except block)
     advice = "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
     assert top("Error \"unfolded2d_copy\" not implemented for 'Half'\n" + advice) == "cpu-half-kernels"
@@ -377,6 +377,32 @@ def test_the_readings_written_from_dev_36_and_37_and_their_look_alikes() -> None
     # the driver too old, without the version torch prints; NVRTC not knowing the GPU
     assert code_of("RuntimeError: NVIDIA driver too old\n") == ("cuda-compat", "driver-too-old")
     assert code_of("RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)\n") == ("cuda-compat", "no-kernel-image")
+    # apex: its fused norm's dtype failure seen through its module's C++ frames; a fused optimizer's requirement
+    cpp = ("RuntimeError: expected scalar type Half but found Float (data_ptr<c10::Half> at /x/TensorMethods.h:6321)\n"
+           "frame #1: c10::Half* at::Tensor::data_ptr<c10::Half>() const + 0x44c (0x7ef in /site-packages/%s.cpython-36m-x86_64-linux-gnu.so)\n")
+    assert top(cpp % "fused_layer_norm_cuda") == "apex"
+    assert top(cpp % "my_layer_cuda") == "dtype-mismatch"
+    assert top("AssertionError: APEX and CUDA required for fused optimizers\n") == "apex"
+    # autocast meeting fp16 and bf16; GradScaler over bf16 gradients offered beside bf16-support's reading
+    assert top("RuntimeError: Unexpected floating ScalarType in at::autocast::prioritize\n") == "dtype-mismatch"
+    grads = explained("RuntimeError: \"_amp_foreach_non_finite_check_and_unscale_cuda\" not implemented for 'BFloat16'\n")
+    assert {d.check for d in grads.diagnoses} == {"bf16-support", "library-probes"}
+    # transformers' bitsandbytes integration that does not import
+    assert top("Failed to import transformers.integrations.bitsandbytes because of the following error (look up to see its "
+               "traceback):\nNo module named 'triton.ops'\n") == "quantized-base"
+    # IPEX's version gate; macOS's missing C++ symbol pasted without its dlopen(...)
+    assert top("ERROR! Intel® Extension for PyTorch* needs to work with PyTorch 2.2.*, but PyTorch 2.1.0+cu121 is found.\n") == "extension-abi"
+    assert top("Symbol not found: __Z16THPVariable_WrapN2at6TensorE\n") == "extension-abi"
+    assert top("Symbol not found: _cblas_sgemm\n") == "none"
+    # a torch that predates the device asked for
+    assert code_of("RuntimeError: Expected one of cpu, cuda, xpu, mkldnn, opengl, opencl, ideep, hip, ve, ort, mlc, xla, lazy, "
+                   "vulkan, meta, hpu device type at start of device string: mps\n") == ("torch-install", "torch-too-old-for-device")
+    # CUDA unavailable as programs print it: both of torch-install's readings; not collect_env's report line, not a quantizer
+    for said in ("No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'", "Have CUDA:  False", "CUDA available: False",
+                 "No GPU found. Conversion on CPU is very slow."):
+        assert code_of(said + "\n") == ("torch-install", "cpu-only-torch"), said
+    assert top("Is CUDA available: False\n") == "none"
+    assert top("ValueError: No GPU found. A GPU is needed for quantization.\n") == "quantized-base"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -27,6 +27,13 @@ SIGNATURES = (
               cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's (seed 002: T5 via "
                     "transformers' FusedRMSNorm swap), or an apex built for another torch",
               remedies=FUSED_NORM_REMEDIES),
+    # (the same failure where the paste shows only the C++ frames: "frame #1: c10::Half* at::Tensor::data_ptr<c10::Half>()
+    # const + 0x44c (... in .../fused_layer_norm_cuda.cpython-36m-x86_64-linux-gnu.so)"; github.com/artitw/text2text/issues/3)
+    Signature("apex-fused-norm-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+              context=(r"\bin \S*fused_layer_norm_cuda\.\w+",), context_required=True,
+              cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's, or an apex built for "
+                    "another torch",
+              remedies=FUSED_NORM_REMEDIES),
     # apex's own input checks in its CUDA kernels (csrc: CHECK_CUDA / CHECK_CONTIGUOUS, "input must be a CUDA tensor")
     # refusing tensors that are on the GPU: the kernel reads them through another torch's ABI (github.com/FoundationVision/
     # InfinityStar/issues/16: on cuda:0, fixed by rebuilding the environment)
@@ -68,6 +75,11 @@ SIGNATURES = (
     Signature("apex-no-cuda-extensions", r"(?i:please install (NVIDIA )?apex) from source",
               cause="the library needs NVIDIA apex's compiled kernels and could not import them: apex is missing, is the PyPI "
                     "impostor, or was built without its CUDA extensions",
+              remedies=(REBUILD,)),
+    # (or as an assertion: timm's "APEX and CUDA required for fused optimizers"; github.com/rwightman/efficientdet-pytorch/issues/241)
+    Signature("apex-no-cuda-extensions", r"\bAPEX( and CUDA)? (is )?required for\b",
+              cause="the code needs NVIDIA apex's compiled kernels (its fused optimizers) and could not import them: apex is "
+                    "missing, is the PyPI impostor, or was built without its CUDA extensions",
               remedies=(REBUILD,)),
     # (the same guard written as a try/except around `import apex`, failing later on the name itself)
     Signature("apex-no-cuda-extensions", r"name [\"']apex[\"'] is not defined",

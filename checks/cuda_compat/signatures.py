@@ -33,7 +33,15 @@ def unavailable(device: str) -> str:
 # no CUDA or XPU device ("Unsloth currently only works on NVIDIA GPUs and Intel GPUs", unsloth/__init__.py)
 _NO_GPU_FOR_LAUNCHER = (r"But your machine only has: \[\]|No supported gpu backend found|"
                         r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available|"
-                        r"Unsloth (currently )?only works on NVIDIA GPUs")
+                        r"Unsloth (currently )?only works on NVIDIA GPUs|"
+                        # torch.utils.cpp_extension with a CUDA_HOME but torch.cuda.is_available() False ("No CUDA runtime is
+                        # found, using CUDA_HOME=..."); a program's own start-up answer ("Have CUDA:  False", "CUDA
+                        # available: False"; not collect_env's report line "Is CUDA available: False", printed whatever
+                        # failed) or fallback ("No GPU found. Conversion on CPU is very slow.", nougat; not a quantizer's
+                        # refusal, "No GPU found. A GPU is needed for quantization", which is bitsandbytes')
+                        r"No CUDA runtime is found, using CUDA_HOME|"
+                        r"(?i:^\W*(have |has |use |using )?cuda( is)?( available)?\W{0,3}\s*[:=]\s*False\b|"
+                        r"\bno (nvidia |cuda )?gpus? (was |were )?(found|detected|available)\b(?!\.? ?A GPU is needed for quantization))")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_FOR_LAUNCHER
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load

@@ -86,8 +86,9 @@ SIGNATURES = (
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own version gate naming the torch its compiled ops were built for ("Version mismatch: Open3D needs
-    # PyTorch version 1.7.*, but version 1.8.2 is installed!"; github.com/isl-org/Open3D-ML/issues/430)
-    Signature("import-fails", r"(?i:\b(needs|requires|built for|compiled (for|with|against)) (PyTorch|torch)( version)? ?[\w.*+]+,? but "
+    # PyTorch version 1.7.*, but version 1.8.2 is installed!"; github.com/isl-org/Open3D-ML/issues/430; IPEX's "Intel®
+    # Extension for PyTorch* needs to work with PyTorch 2.2.*, but PyTorch 2.1.0+cu121 is found")
+    Signature("import-fails", r"(?i:\b(needs|requires|built for|compiled (for|with|against))( to work with)? (PyTorch|torch)( version)? ?[\w.*+]+,? but "
                               r"(version |PyTorch |torch )?[\w.+]+ (is|was) (installed|found|loaded))",
               cause="a package's compiled ops were built for another torch release than the installed one",
               remedies=(REINSTALL_EXTENSION,)),

@@ -51,6 +51,9 @@ BF16_NOT_FP16 = Remedy("Run the model in bf16 where the GPU has it (compute capa
                        "torch.bfloat16`; SDXL: an fp32 VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: "
                        "`--precision full --no-half`)", id="bf16-not-fp16")
 
+FP32_MASTER_WEIGHTS = Remedy("Load the model (or the parameters being trained: LoRA weights, the UNet) in float32 and let "
+                             "autocast compute in fp16; or train in bf16 where the GPU has it", id="fp32-master-weights")
+
 SIGNATURES = (
     Signature("fp16-fails", r"(?<!\w)\"?\w{1,80}\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
@@ -109,8 +112,13 @@ SIGNATURES = (
     Signature("fp16-grads", r"(?i)Atte\w*ing to unscale FP16 gradients",
               cause="the weights being trained are fp16 themselves: fp16 mixed precision (GradScaler) keeps fp32 weights "
                     "and computes in fp16, so load or keep the trained parameters in float32 (or train in bf16)",
-              remedies=(Remedy("Load the model (or the parameters being trained: LoRA weights, the UNet) in float32 and let "
-                               "autocast compute in fp16; or train in bf16 where the GPU has it", id="fp32-master-weights"),)),
+              remedies=(FP32_MASTER_WEIGHTS,)),
+    # (and over bf16 gradients, which GradScaler's unscale kernel has no bf16 case for in torch before 2.x: "\"_amp_foreach_
+    # non_finite_check_and_unscale_cuda\" not implemented for 'BFloat16'"; a model cast to bf16 then trained with fp16 AMP)
+    Signature("fp16-grads", r"\"?_amp_foreach_non_finite_check_and_unscale\w*\"? not implemented for '(BFloat16|Half)'",
+              cause="GradScaler (fp16 mixed precision) was given low-precision gradients: the trained weights were loaded or "
+                    "cast in bf16/fp16; it keeps fp32 weights and unscales fp32 gradients",
+              remedies=(FP32_MASTER_WEIGHTS,)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),

@@ -35,6 +35,8 @@ _RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
 # macOS's loader says what glibc's says as "<library>: undefined symbol: <symbol>", with the symbol's Mach-O underscore
 # ("dlopen(/.../torchaudio/lib/libtorchaudio.so, 0x0006): Symbol not found: __ZN2at14RecordFunction...", dyld(1))
 _DYLD = re.compile(r"dlopen\(([^,()\n]+), \w+\): Symbol not found: _(\w+)")
+# (and a C++ symbol pasted without the dlopen(...) that names its library: "Symbol not found: __Z16THPVariable_Wrap...")
+_DYLD_BARE = re.compile(r"Symbol not found: _(_Z\w+)")
 
 
 def canonical(text: str) -> str:
@@ -46,7 +48,7 @@ def canonical(text: str) -> str:
     if "&" in text and ";" in text:  # copied out of a web page's source or an HTML export: &#39;Half&#39;, &quot;
         text = html.unescape(text)
     if "Symbol not found" in text:
-        text = _DYLD.sub(r"\1: undefined symbol: \2", text)
+        text = _DYLD_BARE.sub(r"undefined symbol: \1", _DYLD.sub(r"\1: undefined symbol: \2", text))
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
