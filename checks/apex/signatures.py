@@ -21,15 +21,18 @@ FUSED_NORM_REMEDIES = (
            id="apex-norm-same-dtype"),
 )
 
+# The fused norm kernel refusing an input of another dtype than its weight
+_NORM_DTYPES = r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)"
+
 SIGNATURES = (
-    Signature("apex-fused-norm-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+    Signature("apex-fused-norm-fails", _NORM_DTYPES,
               frames=(r"apex/normalization/fused_layer_norm\.py",), frames_required=True,
               cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's (seed 002: T5 via "
                     "transformers' FusedRMSNorm swap), or an apex built for another torch",
               remedies=FUSED_NORM_REMEDIES),
     # (the same failure where the paste shows only the C++ frames: "frame #1: c10::Half* at::Tensor::data_ptr<c10::Half>()
     # const + 0x44c (... in .../fused_layer_norm_cuda.cpython-36m-x86_64-linux-gnu.so)"; github.com/artitw/text2text/issues/3)
-    Signature("apex-fused-norm-fails", r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)",
+    Signature("apex-fused-norm-fails", _NORM_DTYPES,
               context=(r"\bin \S*fused_layer_norm_cuda\.\w+",), context_required=True,
               cause="apex FusedRMSNorm/FusedLayerNorm got an input whose dtype differs from its weight's, or an apex built for "
                     "another torch",
