@@ -337,8 +337,8 @@ def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_pr
     assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
 
 
-def test_the_readings_written_from_dev_36_to_38_and_their_look_alikes() -> None:
-    """Each structural reading written from batches 36 to 38's dev cases, beside what must not read as it."""
+def test_the_readings_written_from_dev_36_to_39_and_their_look_alikes() -> None:
+    """Each structural reading written from batches 36 to 39's dev cases, beside what must not read as it."""
     # a program's advice after the error it printed is a condition, not an OOM (Real-ESRGAN's except block)
     advice = "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
     assert top("Error \"unfolded2d_copy\" not implemented for 'Half'\n" + advice) == "cpu-half-kernels"
@@ -403,6 +403,15 @@ def test_the_readings_written_from_dev_36_to_38_and_their_look_alikes() -> None:
         assert code_of(said + "\n") == ("torch-install", "cpu-only-torch"), said
     assert top("Is CUDA available: False\n") == "none"
     assert top("ValueError: No GPU found. A GPU is needed for quantization.\n") == "quantized-base"
+    # a log that ends in NCCL's own warnings or its refused peer-to-peer, with no error raised; not its ordinary lines, and
+    # not where a raised error explains the log
+    nccl = ("host:34127:34127 [0] NCCL INFO Bootstrap : Using eno1:192.168.1.133<0>\n"
+            "host:34127:34127 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n")
+    assert top(nccl) == "none"
+    assert top(nccl + "host:34127:34127 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n") == "distributed"
+    assert top(nccl + "host:454:838 [0] NCCL INFO Could not enable P2P between dev 1(=1c000) and dev 0(=1b000)\n") == "distributed"
+    assert top(nccl + "host:34127:34127 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+               + _traceback("ValueError: Tokenizer class LlamaTokenizer does not exist", "/home/me/train.py")) == "none"
 
 
 def test_other_failures_get_no_cause() -> None:

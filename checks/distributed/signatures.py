@@ -142,6 +142,16 @@ SIGNATURES = (
                     "(peer-to-peer copies on consumer GPUs or behind PCIe ACS: NCCL_P2P_DISABLE=1 confirms)",
               remedies=(CONFIRM_ACROSS_RANKS,
                         P2P_OFF_CONFIRMS)),
+    # A log whose last words are NCCL's own, nothing raised after them: the job stalled inside NCCL (its warnings, or its
+    # peer-to-peer transport refused between the GPUs: "NCCL INFO Could not enable P2P between dev 1(=1c000) and dev 0";
+    # github.com/Lightning-AI/pytorch-lightning/issues/19425, github.com/NVIDIA/Megatron-LM/issues/316). Read only where
+    # nothing came after them (last_only: a run that failed later printed them on the way); NCCL's other words above say
+    # more and outrank it
+    Signature("collective-fails", r"\bNCCL WARN\b|\bNCCL INFO (Could not enable P2P|P2P is disabled between connected GPUs)\b",
+              across_ranks=True, last_only=True,
+              cause="the job stopped inside NCCL: its transport between these GPUs (peer-to-peer copies on consumer GPUs or "
+                    "behind PCIe ACS, shared memory in a container) or one rank that never joined",
+              remedies=(P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
     # The same hang told in words, with no error at all: one line saying the job hangs (freezes, deadlocks) and that it
     # runs on several GPUs or in a collective ("training freezes on 4 RTX 3090 GPUs", "ncclAllReduce deadlocks on 2x RTX
     # 5880"). Read only where no raised error explains the log.

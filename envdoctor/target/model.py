@@ -117,6 +117,8 @@ class Signature:
     device here confirms "not compiled with CUDA" read as a machine without CUDA). `across_ranks`:
     the cause lies between a job's processes (a rank that never came, another NCCL on one node), so
     a probe in one process cannot say it is not here; explain says how to confirm it instead.
+    `last_only`: read only where it is the last error the log shows, what the run stopped on (a warning that
+    many runs print on the way, and that explains a run only where nothing came after it).
     """
 
     code: str
@@ -131,6 +133,7 @@ class Signature:
     unless: Tuple[str, ...] = ()
     confirmed_by: Tuple[str, ...] = ()
     across_ranks: bool = False  # a cause between a job's processes: one process cannot reproduce it
+    last_only: bool = False  # only as the log's last error
 
     @property
     def witnesses(self) -> Tuple[str, ...]:

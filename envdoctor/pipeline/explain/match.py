@@ -236,6 +236,8 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
         own: List[_Hit] = []
         for check in checks:
             for sig in check.signatures:
+                if sig.last_only and error.line != last:
+                    continue
                 hit = _weigh(check, sig, error, text, folded, surroundings, near)
                 if hit is None:
                     continue
