@@ -594,6 +594,11 @@ def test_a_signatures_needles_are_the_literals_it_cannot_match_without() -> None
     assert needles(r"No modules? named") == (False, ("No module",))  # `s?`: the s may be absent, so not in the needle
     assert needles(r"(?<!\w)(CUDA|HIP) out of memory") == (False, (" out of memory",))  # groups may be optional
     assert needles(r"(?m)^foo bar$") == (False, ("foo bar",))
+    # a branch that is one case-blind group is read through; then every literal is looked for case-blind
+    assert needles(r"(?i:\bcuda\.is_available\(\)|no (nvidia )?gpus? found)|But your machine only has") == (
+        True, ("cuda.is_available()", " found", "but your machine only has"))
+    assert needles(r"(?i:abc)?|XYZW") is None  # an optional group rules nothing out
+    assert may_match(r"(?i:abc)|XYZW", "... xyzw ...", "... xyzw ...")  # the wider net: never a miss
     for unreadable in (r"(a|b)cd", r"ab|abcdef", r"(?i)İstanbul", r"(?x)abc def", r"[abc]+\d+"):
         assert needles(unreadable) is None, unreadable
     assert not may_match(r"CUDA out of memory", "RuntimeError: expected scalar type", "runtimeerror: expected scalar type")

@@ -3,8 +3,10 @@
 Every run of `explain` tries each check's signatures on each error; compiling ~300 patterns is most of what a short
 traceback costs. A pattern each of whose top-level branches holds a plain literal outside its groups
 (`CUBLAS_STATUS_(...)`, `(CUDA|HIP) out of memory`) cannot match a text that holds none of those literals, so it need
-not be compiled or run there: `needles` returns them, and `may_match` is the test. Patterns it cannot read that way (a
-branch that is all groups and classes, a global flag other than (?i)) get no needles and are always tried. Pure.
+not be compiled or run there: `needles` returns them, and `may_match` is the test. A branch that is one case-blind
+group (`(?i:...)`, how a pattern mixes case-blind and exact parts) is read through: its own branches' literals, looked for
+case-blind. Patterns it cannot read that way (a branch that is all groups and classes, a global flag other than (?i))
+get no needles and are always tried. Pure.
 """
 
 from __future__ import annotations
@@ -88,25 +90,62 @@ def _required_literal(branch: str) -> str:
     return max(best, run, key=len)
 
 
+def _case_blind_inside(branch: str) -> Optional[str]:
+    """What a branch that is one `(?i:...)` group holds, or None where the branch is anything else."""
+    if not branch.startswith("(?i:"):
+        return None
+    depth, i = 0, 0
+    while i < len(branch):
+        char = branch[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(branch, i)
+            continue
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return branch[4:i] if i == len(branch) - 1 else None
+        i += 1
+    return None
+
+
+def _literals(body: str, ignore_case: bool) -> Optional[Tuple[Tuple[str, bool], ...]]:
+    """(literal, case-blind) for each branch of `body`, reading through case-blind groups; None where one has none."""
+    parts = branches(body)
+    if parts is None:
+        return None
+    found: Tuple[Tuple[str, bool], ...] = ()
+    for branch in parts:
+        inside = _case_blind_inside(branch)
+        if inside is not None:
+            more = _literals(inside, True)
+            if more is None:
+                return None
+            found += more
+            continue
+        literal = _required_literal(branch)
+        if len(literal) < _MIN or (ignore_case and not literal.isascii()):  # (re folds case as str.lower() does for ASCII)
+            return None
+        found += ((literal, ignore_case),)
+    return found
+
+
 @functools.cache
 def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
-    """(ignore case, literals): one of the literals is in any text the pattern matches; None: no such set is known."""
+    """(ignore case, literals): one of the literals is in any text the pattern matches; None: no such set is known.
+    Where some literals are case-blind, all are looked for case-blind (lowercased): never a miss, only a wider net."""
     flags = _GLOBAL_FLAGS.match(pattern)
     letters = flags.group(1) if flags else ""
     if "x" in letters:  # verbose: spaces are not literal
         return None
-    ignore_case = "i" in letters
-    body = pattern[flags.end():] if flags else pattern
-    parts = branches(body)
-    if parts is None:
+    found = _literals(pattern[flags.end():] if flags else pattern, "i" in letters)
+    if found is None:
         return None
-    found = []
-    for branch in parts:
-        literal = _required_literal(branch)
-        if len(literal) < _MIN or (ignore_case and not literal.isascii()):  # (re folds case as str.lower() does for ASCII)
-            return None
-        found.append(literal.lower() if ignore_case else literal)
-    return ignore_case, tuple(found)
+    ignore_case = any(blind for _, blind in found)
+    if ignore_case and not all(literal.isascii() for literal, _ in found):
+        return None
+    return ignore_case, tuple(literal.lower() if ignore_case else literal for literal, _ in found)
 
 
 def may_match(pattern: str, text: str, folded: str) -> bool:
