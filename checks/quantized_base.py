@@ -214,7 +214,9 @@ SIGNATURES = (
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
     # Params4bit.quant_storage arrived in bitsandbytes 0.43.0 (FSDP-QLoRA; its release notes): code written for it fails on
     # an older bitsandbytes ("'ForgeParams4bit' object has no attribute 'quant_storage'", ComfyUI's NF4 loader)
-    Signature("quantized-fails", r"Params4bit' object has no attribute 'quant_storage'|has no attribute 'quant_storage'",
+    # (the closing quote is often lost where a UI prints the message: "ERROR: ForgeParams4bit' object has no attribute
+    # 'quant_storage")
+    Signature("quantized-fails", r"has no attribute '?quant_storage\b",
               cause="the installed bitsandbytes is older than 0.43, which added the 4-bit quant_storage this code uses",
               remedies=(BITSANDBYTES_UPGRADE,)),
     # transformers' lazy import of its bitsandbytes integration failing, whatever bitsandbytes raised inside it ("Failed

@@ -445,11 +445,14 @@ SIGNATURES = (
     # cuda. cuda-compat's probe, which sees the GPUs and the driver, decides between them (confirmed_by).
     # (and as a machine translation retells it in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
     # (and retyped in a title, in any case, "enabled" dropped: "Torch not compiled with cuda"; github.com/devilismyfriend/ozen-toolkit/issues/3)
-    Signature("cpu-only-torch", r"(?i:Torch not compiled with CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译", frames=(r"torch/cuda/__init__\.py",),
+    # (and told as "Torch built without cuda support")
+    Signature("cpu-only-torch", r"(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译",
+              frames=(r"torch/cuda/__init__\.py",),
               cause="a CPU-only torch wheel was asked to use CUDA",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
-    Signature("no-cuda-here", r"not compiled with CUDA|(?i:Torch not compiled with CUDA)|未在启用 ?CUDA ?的情况下编译", frames=(r"torch/cuda/__init__\.py",),
+    Signature("no-cuda-here", r"not compiled with CUDA|(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|"
+                              r"未在启用 ?CUDA ?的情况下编译", frames=(r"torch/cuda/__init__\.py",),
               context=(_MAC + r"|\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
               confirmed_by=("cuda-compat:no-cuda-device",),

@@ -337,8 +337,9 @@ def test_a_cuda_runtime_error_is_read_by_its_number_or_its_name_however_it_is_pr
     assert top("Error: 2090 CUDA devices found\n") == "none"  # a number that only starts like one
 
 
-def test_the_readings_written_from_dev_36_to_39_and_their_look_alikes() -> None:
-    """Each structural reading written from batches 36 to 39's dev cases, beside what must not read as it."""
+def test_the_readings_written_in_stop_39_and_their_look_alikes() -> None:
+    """Each structural reading written from dev cases in stop 39 (batches 36 to 39, and three older dev misses), beside
+    what must not read as it."""
     # a program's advice after the error it printed is a condition, not an OOM (Real-ESRGAN's except block)
     advice = "If you encounter CUDA out of memory, try to set --tile with a smaller number.\n"
     assert top("Error \"unfolded2d_copy\" not implemented for 'Half'\n" + advice) == "cpu-half-kernels"
@@ -412,6 +413,13 @@ def test_the_readings_written_from_dev_36_to_39_and_their_look_alikes() -> None:
     assert top(nccl + "host:454:838 [0] NCCL INFO Could not enable P2P between dev 1(=1c000) and dev 0(=1b000)\n") == "distributed"
     assert top(nccl + "host:34127:34127 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
                + _traceback("ValueError: Tokenizer class LlamaTokenizer does not exist", "/home/me/train.py")) == "none"
+    # older dev misses: a UI that lost the closing quote; "built without" for "not compiled with"; rocBLAS without kernels
+    # for the card's gfx target
+    assert top("ERROR: ForgeParams4bit' object has no attribute 'quant_storage\n") == "quantized-base"
+    assert code_of("Torch built without cuda support\n") == ("torch-install", "cpu-only-torch")
+    assert top("RuntimeError: Torch built without libuv support\n") != "torch-install"
+    assert code_of("rocBLAS error: Cannot read C:\\Program Files\\AMD\\ROCm\\6.1\\bin\\/rocblas/library/TensileLibrary.dat: No such "
+                   "file or directory for GPU arch : gfx1103\n") == ("cuda-compat", "no-kernel-image")
 
 
 def test_other_failures_get_no_cause() -> None:

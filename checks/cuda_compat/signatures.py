@@ -70,9 +70,10 @@ SIGNATURES = (
     # GPU's gfx target ("HIP error: invalid device function", "hipErrorNoBinaryForGpu: Unable to find code object for all
     # current devices", the HSA runtime's "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid");
     # consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
-    # (rocm.docs.amd.com, the system requirements' GPU list)
+    # (rocm.docs.amd.com, the system requirements' GPU list); rocBLAS finding no kernels (Tensile library) for the card's
+    # target ("Cannot read ...\rocblas\library\TensileLibrary.dat: No such file or directory for GPU arch : gfx1103")
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
-                                 r"HSA_STATUS_ERROR_INVALID_ISA",
+                                 r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: No such file or directory for GPU arch",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
