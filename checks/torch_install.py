@@ -321,6 +321,10 @@ _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and the packages that need numpy 1) to releases "
                        "built against numpy 2", id="numpy-downgrade")
 
+# torch's CPU build asked for CUDA, as torch says it and as people retype it (any case, "enabled" dropped, "built without
+# cuda support"; a machine translation in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
+_NOT_BUILT_WITH_CUDA = r"(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译"
+
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -443,16 +447,12 @@ SIGNATURES = (
     # machine is a torch-install failure): a CPU wheel beside an NVIDIA GPU, which leads unless the log shows a machine
     # without CUDA, and no CUDA on this machine at all (a Mac; a laptop without an NVIDIA GPU) with code that asks for
     # cuda. cuda-compat's probe, which sees the GPUs and the driver, decides between them (confirmed_by).
-    # (and as a machine translation retells it in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
-    # (and retyped in a title, in any case, "enabled" dropped: "Torch not compiled with cuda"; github.com/devilismyfriend/ozen-toolkit/issues/3)
-    # (and told as "Torch built without cuda support")
-    Signature("cpu-only-torch", r"(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译",
-              frames=(r"torch/cuda/__init__\.py",),
+    # (and retyped: _NOT_BUILT_WITH_CUDA; github.com/devilismyfriend/ozen-toolkit/issues/3)
+    Signature("cpu-only-torch", _NOT_BUILT_WITH_CUDA, frames=(r"torch/cuda/__init__\.py",),
               cause="a CPU-only torch wheel was asked to use CUDA",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
-    Signature("no-cuda-here", r"not compiled with CUDA|(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|"
-                              r"未在启用 ?CUDA ?的情况下编译", frames=(r"torch/cuda/__init__\.py",),
+    Signature("no-cuda-here", r"not compiled with CUDA|" + _NOT_BUILT_WITH_CUDA, frames=(r"torch/cuda/__init__\.py",),
               context=(_MAC + r"|\bon (the )?CPU\b|\bno (NVIDIA |CUDA )?GPU\b|without (a |an )?(NVIDIA )?GPU|do(n't| not) have (a |an )?(NVIDIA )?GPU",),
               cause="this machine has no CUDA (a Mac, or no NVIDIA GPU) and the code or config asks for cuda",
               confirmed_by=("cuda-compat:no-cuda-device",),
