@@ -27,11 +27,11 @@ def unavailable(device: str) -> str:
             r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b)" % device)
 
 
-# The same fact as the launchers that ask torch for the GPU count say it: Lightning 0.x-1.5 ("You requested GPUs: [0]
+# The same fact as programs that ask torch for the GPU say it: the launchers (Lightning 0.x-1.5 ("You requested GPUs: [0]
 # But your machine only has: []", trainer/distrib_parts.py sanitize_gpu_ids), 1.6+ ("GPUAccelerator can not run on your
-# system since the accelerator is not available", "No supported gpu backend found!"); unsloth's import when torch sees
+# system since the accelerator is not available", "No supported gpu backend found!")), unsloth's import when torch sees
 # no CUDA or XPU device ("Unsloth currently only works on NVIDIA GPUs and Intel GPUs", unsloth/__init__.py)
-_NO_GPU_FOR_LAUNCHER = (r"But your machine only has: \[\]|No supported gpu backend found|"
+_NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu backend found|"
                         r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available|"
                         r"Unsloth (currently )?only works on NVIDIA GPUs|"
                         # torch.utils.cpp_extension with a CUDA_HOME but torch.cuda.is_available() False ("No CUDA runtime is
@@ -42,7 +42,7 @@ _NO_GPU_FOR_LAUNCHER = (r"But your machine only has: \[\]|No supported gpu backe
                         r"No CUDA runtime is found, using CUDA_HOME|"
                         r"(?i:^\W*(have |has |use |using )?cuda( is)?( available)?\W{0,3}\s*[:=]\s*False\b|"
                         r"\bno (nvidia |cuda )?gpus? (was |were )?(found|detected|available)\b(?!\.? ?A GPU is needed for quantization))")
-CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_FOR_LAUNCHER
+CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")
