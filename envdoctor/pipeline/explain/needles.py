@@ -125,7 +125,7 @@ def _literals(body: str, ignore_case: bool) -> Optional[Tuple[Tuple[str, bool], 
             found += more
             continue
         literal = _required_literal(branch)
-        if len(literal) < _MIN or (ignore_case and not literal.isascii()):  # (re folds case as str.lower() does for ASCII)
+        if len(literal) < _MIN:
             return None
         found += ((literal, ignore_case),)
     return found
@@ -143,7 +143,7 @@ def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
     if found is None:
         return None
     ignore_case = any(blind for _, blind in found)
-    if ignore_case and not all(literal.isascii() for literal, _ in found):
+    if ignore_case and not all(literal.isascii() for literal, _ in found):  # (re folds case as str.lower() does for ASCII)
         return None
     return ignore_case, tuple(literal.lower() if ignore_case else literal for literal, _ in found)
 
