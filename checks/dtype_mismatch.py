@@ -8,6 +8,7 @@ the wrong numbers is an error."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Tuple
 
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
@@ -131,7 +132,7 @@ _FLOATS = r"(Float|Half|BFloat16)"
 # torch 0.4 to 1.x named tensor types: "(torch.cuda.HalfTensor)", "(CUDAFloatTensor)".
 _TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>Float|Half|BFloat16)(?:Tensor)?\)?%s"
         r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)(Float|Half|BFloat16)(?:Tensor)?\)?")
-SIGNATURES = (
+_SIGNATURES = (
     # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
     Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
@@ -164,6 +165,15 @@ SIGNATURES = (
     Signature("mixes-rejected", r"FlashAttention only supports? fp16 and bf16 data types?",
               cause="fp32 tensors reached FlashAttention, which runs in fp16/bf16 only: a model or a layer left in fp32 beside "
                     "half-precision attention", remedies=REMEDIES),
+    # torch's own attention dispatcher with only half-precision kernels allowed (sdpa_kernel(FLASH_ATTENTION), or a GPU
+    # where only they apply) and fp32 inputs: each kernel's refusal is a warning, and the error names none of them
+    # ("UserWarning: Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: float ..." then
+    # "RuntimeError: No available kernel. Aborting execution.", as torch 2.11 said it on an H200:
+    # tests/fixtures/measurements/h200-failures/)
+    Signature("mixes-rejected", r"No available kernel\. +Aborting execution",
+              context=(r"Expected query, key,? and value to all be of dtype: \{Half, BFloat16\}",), context_required=True,
+              cause="fp32 tensors reached scaled_dot_product_attention where only its half-precision kernels (FlashAttention, "
+                    "cuDNN) may run: a model or a layer left in fp32 beside half-precision attention", remedies=REMEDIES),
     # index_put_ (`y[mask] = expert(x[mask])` with bf16 experts into an fp32 buffer: github.com/hiyouga/LLaMA-Factory)
     Signature("mixes-rejected", r"requires the source and destination dtypes match, got %s for the destination and %s for the "
                                 r"source" % (_FLOATS, _FLOATS),
@@ -186,6 +196,8 @@ SIGNATURES = (
     Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),
               cause="a loss's prediction and target have different float dtypes (backward under fp16/bf16)", remedies=REMEDIES),
 )
+# Every mix is the code's: it brought the two dtypes together where they met, which no probe runs
+SIGNATURES = tuple(replace(s, in_code=True) for s in _SIGNATURES)
 
 CHECK = Check(
     id=ID,

@@ -118,7 +118,10 @@ class Signature:
     the cause lies between a job's processes (a rank that never came, another NCCL on one node), so
     a probe in one process cannot say it is not here; explain says how to confirm it instead.
     `last_only`: read only where it is the last error the log shows, what the run stopped on (a warning that
-    many runs print on the way, and that explains a run only where nothing came after it).
+    many runs print on the way, and that explains a run only where nothing came after it). `in_code`: the cause
+    lies in the code that ran (two dtypes it brought together, the operand layout it passed, a model it cast whole
+    before GradScaler), which no probe runs: the probe can confirm that this stack fails the same way, not that the
+    code did not, so a probe that saw nothing of it leaves the reading undecided rather than refuted.
     """
 
     code: str
@@ -134,6 +137,7 @@ class Signature:
     confirmed_by: Tuple[str, ...] = ()
     across_ranks: bool = False  # a cause between a job's processes: one process cannot reproduce it
     last_only: bool = False  # only as the log's last error
+    in_code: bool = False  # a cause in the code that ran: a probe without it decides nothing
 
     @property
     def witnesses(self) -> Tuple[str, ...]:

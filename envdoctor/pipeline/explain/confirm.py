@@ -7,7 +7,8 @@ probe's own error) or the same operation fails in the same dtypes, or when the c
 finds the same cause here (the impostor apex, a missing extension). Not reproduced when
 the same operation, dtype and device runs here ("here torch 2.13.0 runs layer_norm
 float16 on cpu"): the log came from another machine or another torch. Unknown (None)
-when the probe could not run or the failure needs a device this machine lacks.
+when the probe could not run, the failure needs a device this machine lacks, or its cause lies in
+the code that ran and no probe ran that code (Signature.in_code).
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ def judge(diagnosis: Diagnosis, results: Sequence[CheckResult], environment: Dic
         return Verdict(None, "cannot be reproduced here: this machine has no %s%s" % (
             _ACCELERATORS[device], " (%s)" % own.summary if own.summary else ""), live)
     seen = "; ".join(_seen(own, diagnosis, results))
+    if diagnosis.signature.in_code:  # the probes ran none of the code that failed: nothing here says it did not
+        return Verdict(None, "not decided here: the cause lies in the code that ran, which the probes do not run%s"
+                             % ("; they saw " + seen if seen else ""), live)
     return Verdict(False, "this environment does not reproduce it%s" % (": " + seen if seen else ""), live)
 
 
