@@ -370,6 +370,28 @@ SIGNATURES = (
               remedies=(Remedy("On ROCm, use the float8 variant the GPU has (MI300: torch.float8_e4m3fnuz; torchao configs take "
                                "the dtype) or a torch built for a newer ROCm; else load the weights in bf16", id="rocm-fp8-variant"),
                         COMPUTE_BF16)),
+    # and the converse on NVIDIA: the fnuz variants are AMD MI300's, and torch's CUDA build has no cuBLAS type for them
+    # ("false INTERNAL ASSERT FAILED at .../ATen/cuda/CUDADataType.h ... Cannot convert ScalarType Float8_e4m3fnuz to
+    # cudaDataType", as torch 2.11 raised it on an H200: tests/fixtures/measurements/h200-failures/)
+    Signature("float8-variant", r"Cannot convert ScalarType Float8_\w+fnuz to cudaDataType", in_code=True,
+              cause="the code asked an NVIDIA GPU for AMD's float8 variant (fnuz): NVIDIA GPUs compute in the OCP variants, "
+                    "torch.float8_e4m3fn and torch.float8_e5m2",
+              remedies=(Remedy("On NVIDIA GPUs use torch.float8_e4m3fn (weights, activations) or torch.float8_e5m2 (gradients); "
+                               "the fnuz variants are for AMD MI300", id="nvidia-fp8-variant"),)),
+    # torch._scaled_mm's operand rules (aten/src/ATen/native/cuda/Blas.cpp): the first operand row-major and the second
+    # column-major ("Only multiplication of row-major and column-major matrices is supported by cuBLASLt", as an H200 said it
+    # for a weight passed row-major: tests/fixtures/measurements/h200-failures/), both dimensions multiples of 16 ("mat2 shape
+    # (896x2389) must be divisible by 16"; torch 2.11: "Expected trailing dimension of mat1 to be divisible by 16"), and never
+    # two e5m2 operands ("Multiplication of two Float8_e5m2 matrices is not supported"): the code that called it broke one
+    Signature("scaled-mm-operands", r"Only multiplication of row-major and column-major matrices is supported by cuBLASLt|"
+                                    r"\bmat[12] shape \(\d+x\d+\) must be divisible by 16|"
+                                    r"Expected (trailing|both) dimensions? of mat[12] to be divisible by 16|"
+                                    r"Multiplication of two Float8_e5m2 matrices is (not supported|unsupported)", in_code=True,
+              cause="torch._scaled_mm was called against its operand rules: the first operand row-major and the second "
+                    "column-major, every dimension a multiple of 16, at most one operand in e5m2",
+              remedies=(Remedy("Pass a row-major (out, in) weight as `w.t()`, a transposed view with no `.contiguous()` after "
+                               "it; pad dimensions to multiples of 16 (or keep such layers in bf16); quantize one operand to "
+                               "e4m3 - or let torchao's Float8Linear call it", id="scaled-mm-operands"),)),
     # Read weakest, by structure rather than one tool's words: one line that names fp8, a GPU's capability or architecture,
     # and a gate ("FP8 is only supported on GPUs with compute capability >= 8.9", "fp8 requires an Ada or Hopper GPU") -
     # and no adapter, which is dora-fp8's reading of the same words
