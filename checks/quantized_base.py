@@ -21,7 +21,7 @@ from envdoctor.target.platform.menus import gpu_runtime_step
 from envdoctor.target.probekit.ops import run_op
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import error_text
-from envdoctor.target.remedies.actions import config_remedy, pip_remedy
+from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy
 
 ID = "quantized-base"
 # envdoctor's weight words for bitsandbytes bases -> the layer that stores them
@@ -158,6 +158,8 @@ def summarize(facts: Dict[str, Any]) -> str:
 BITSANDBYTES_UPGRADE = Remedy("Install a bitsandbytes built for this machine (`pip install -U bitsandbytes`: 0.43+ ships CUDA, "
                               "CPU and Windows builds in one wheel, and int8 matmul for every GPU since Pascal), into the "
                               "interpreter that runs the script", id="bitsandbytes-upgrade")
+UNSET_BNB_CUDA_VERSION = env_remedy("Unset BNB_CUDA_VERSION: bitsandbytes then loads its library for torch's own CUDA",
+                                    "unset-bnb-cuda-version", unset_env=["BNB_CUDA_VERSION"])
 EXPLAIN_REMEDIES = (
     Remedy("Load the base in bf16/fp16 instead of 4/8-bit where there is no CUDA GPU (axolotl `load_in_4bit: false`, "
            "transformers without `BitsAndBytesConfig`)", id="no-quantization"),
@@ -182,7 +184,19 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES[::-1]),
     # bitsandbytes' own words when its native library does not load, whatever the loader said after them (a glibc older
     # than its CUDA 12.6+ builds need: "version `GLIBC_2.34' not found", github.com/bitsandbytes-foundation/bitsandbytes/issues/1610)
-    Signature("quantized-fails", r"Could not load bitsandbytes native library",
+    # BNB_CUDA_VERSION naming a library of another CUDA major release than torch's: bitsandbytes announces the override,
+    # then its library cannot find that CUDA's runtime ("libcudart.so.12: cannot open shared object file" under a CUDA 13
+    # torch, as an H200 said it: tests/fixtures/measurements/h200-failures/), or names one it does not ship ("No compatible
+    # CUDA binary found at .../libbitsandbytes_cuda139.so"); extension-abi's probe reads which library the variable makes
+    # it load
+    Signature("bnb-cuda-version-unloadable", r"Could not load bitsandbytes native library|bitsandbytes library load error|CUDA SETUP ERROR\b|"
+                                  r"(?i:cannot open shared object|WinError \d+|No such file|not found).{0,120}\bcudart",
+              context=(r"BNB_CUDA_VERSION=\d+ environment variable detected",), context_required=True,
+              confirmed_by=("extension-abi:bnb-cuda-version-unloadable",),
+              cause="BNB_CUDA_VERSION makes bitsandbytes load a library that cannot load here: one for another CUDA release "
+                    "than torch's, whose runtime is not there, or one it does not ship",
+              remedies=(UNSET_BNB_CUDA_VERSION,)),
+    Signature("quantized-fails", r"Could not load bitsandbytes native library|bitsandbytes library load error|CUDA SETUP ERROR\b",
               cause="bitsandbytes' native library cannot load here (a build for another OS, CUDA or glibc, or a missing file)",
               remedies=EXPLAIN_REMEDIES[::-1]),
     # bitsandbytes' CUDA_CHECK_RETURN (csrc/ops.cu, ops.hip): "Error named symbol not found at line 233 in file

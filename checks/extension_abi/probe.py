@@ -210,6 +210,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if name in ARCH_READ:
             if name == "bitsandbytes":
                 entry["cuda_archs"], entry["cuda_archs_unloaded"] = _bnb_archs(directory, facts["torch"].get("cuda"))
+                if os.environ.get("BNB_CUDA_VERSION"):  # bitsandbytes' own override of the library it loads
+                    entry["bnb_cuda_version"] = os.environ["BNB_CUDA_VERSION"]
             else:
                 entry["cuda_archs"] = _compiled_archs(directory, ARCH_READ[name])
         facts["extensions"].append(entry)

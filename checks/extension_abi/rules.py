@@ -14,6 +14,7 @@ from envdoctor.target.model import Finding, Remedy, Severity, Target
 from envdoctor.target.remedies.actions import env_remedy, pip_remedy
 from envdoctor.target.versions import release, release_tuple
 
+from ..quantized_base import UNSET_BNB_CUDA_VERSION
 from .pairing import (
     describe_variant,
     pairing,
@@ -271,6 +272,37 @@ def _unloaded_library_remedy(ext: Dict[str, Any], cap: Tuple[int, int], sm: str)
                        set_env={"BNB_CUDA_VERSION": newest}),)
 
 
+def _bnb_library_for_other_cuda(facts: Dict[str, Any], ext: Dict[str, Any]) -> List[Finding]:
+    """BNB_CUDA_VERSION names the library bitsandbytes loads (bitsandbytes/cextension.py): one built for another CUDA
+    major release than torch's needs that release's runtime, which torch's wheels do not bring, so each of its kernels
+    fails ("libcudart.so.12: cannot open shared object file" under a CUDA 13 torch); one it does not ship fails the same
+    way ("No compatible CUDA binary found at .../libbitsandbytes_cuda139.so"). Within torch's major release it
+    loads on torch's own runtime (CUDA minor version compatibility): bitsandbytes 0.50.2's CUDA 13.2 library ran 4-bit
+    layers under torch 2.11.0+cu130 on an H200 (tests/fixtures/measurements/h200-failures/)."""
+    value = ext.get("bnb_cuda_version") or ""
+    named = re.sub(r"\D", "", value)
+    torch_cuda = (facts.get("torch") or {}).get("cuda") or ""
+    if len(named) < 3 or not torch_cuda:
+        return []
+    name, version = ext.get("name") or "bitsandbytes", ext.get("version") or ""
+    library = "libbitsandbytes_cuda%s" % named
+    cuda = "%s.%s" % (named[:-1], named[-1])
+    if not any(f.startswith(library) for f in ext.get("cuda_archs") or {}):
+        title = ("BNB_CUDA_VERSION=%s makes %s %s load a library for CUDA %s that it does not ship (%s.so): each of its "
+                 "kernels fails" % (value, name, version, cuda, library))
+    elif named[:-1] != torch_cuda.split(".")[0]:
+        title = ("BNB_CUDA_VERSION=%s makes %s %s load its library for CUDA %s, but torch is built with CUDA %s: that library "
+                 "needs CUDA %s's runtime, so each of its kernels fails" % (value, name, version, cuda, torch_cuda, named[:-1]))
+    else:
+        return []
+    shipped = sorted(re.sub(r"\.(so|dll)$", "", f) for f in {**(ext.get("cuda_archs") or {}), **(ext.get("cuda_archs_unloaded") or {})})
+    evidence = ["BNB_CUDA_VERSION=%s" % value, "torch %s: CUDA %s" % ((facts.get("torch") or {}).get("version"), torch_cuda)]
+    if shipped:
+        evidence.append("%s's libraries for torch's CUDA %s: %s" % (name, torch_cuda.split(".")[0], ", ".join(shipped)))
+    return [Finding(ID, "bnb-cuda-version-unloadable", Severity.ERROR, title, tuple(evidence), (UNSET_BNB_CUDA_VERSION,),
+                    {"package": name, "version": ext.get("version"), "bnb_cuda_version": value, "torch_cuda": torch_cuda})]
+
+
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
     findings: List[Finding] = []
     torch_version = (facts.get("torch") or {}).get("version")
@@ -337,6 +369,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                                     _install_remedies(facts, env, ext, pair, broken=bool(failed or warned)),
                                     dict(subject, expected_torch=pair["expected"], paired=target)))
         findings.extend(_no_kernel_for_gpu(facts, env, ext, pair))
+        findings.extend(_bnb_library_for_other_cuda(facts, ext))
         if variant and not failed and not warned:  # with a symptom, the variant is named as its likely cause
             findings.append(Finding(
                 ID, "cuda-variant-mismatch", Severity.WARNING,
