@@ -19,7 +19,8 @@ from envdoctor.pipeline.explain.reader import read_text
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
-             "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json"]
+             "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json", "h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json",
+             "h200-bnb-cuda-version-132.json", "h200-bnb-cuda-version-126.json", "h200-bnb-cuda-version-139.json"]
 HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
