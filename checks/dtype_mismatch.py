@@ -193,6 +193,13 @@ _SIGNATURES = (
                                 r"but type %s" % (_TWO % " does not equal "),
               cause="a layer's gradient and weight have different dtypes (a conv backward under half precision with fp32 "
                     "weights)", remedies=REMEDIES),
+    # scatter/index ops writing one dtype into another ("scatter_add_cuda_(): Expected self.dtype to be equal to
+    # src.dtype": half features into an fp32 volume under AMP; "index_add_(): self (Float) and source (Half) must have
+    # the same scalar type")
+    Signature("mixes-rejected", r"Expected self\.dtype to be equal to src\.dtype|self \(%s\) and source \(%s\) must have the "
+                                r"same scalar type" % (_FLOATS, _FLOATS),
+              cause="a scatter or index op wrote a tensor of one dtype into one of another (half values into an fp32 buffer "
+                    "under autocast)", remedies=REMEDIES),
     Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),
               cause="a loss's prediction and target have different float dtypes (backward under fp16/bf16)", remedies=REMEDIES),
 )

@@ -325,6 +325,8 @@ NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and
 # cuda support"; a machine translation in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
 _NOT_BUILT_WITH_CUDA = r"(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译"
 
+NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall them "
+                     "for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match")
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -407,8 +409,13 @@ SIGNATURES = (
     # (`warnings.filterwarnings("ignore", message="numpy.dtype size changed")`)
     Signature("numpy-abi", r"(?<!Warning: )numpy\.dtype size changed, may indicate binary incompatibility",
               cause="a compiled module was built against another numpy than the one installed (numpy 1 and 2 mixed)",
-              remedies=(Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall "
-                               "them for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match"),)),
+              remedies=(NUMPY_MATCH,)),
+    # numpy's C API versions disagreeing (a module built against a newer numpy than the one installed: "module compiled
+    # against API version 0xf but this version of numpy is 0xe", raised, or warned by torch as "Failed to initialize
+    # NumPy: ..."; github.com/MouseLand/cellpose)
+    Signature("numpy-abi", r"module compiled against API version 0x[0-9a-f]+ but this version of numpy is 0x[0-9a-f]+",
+              cause="torch (or a module beside it) was built against a newer numpy C API than the numpy installed",
+              remedies=(NUMPY_MATCH,)),
     # Code written for numpy 1 meeting numpy 2, which removed names from its namespace (NumPy 2.0 migration guide: np.float_,
     # np.NaN, np.Inf, np.product, np.BUFSIZE ...): numpy itself says "`np.X` was removed in the NumPy 2.0 release"
     Signature("numpy-abi", r"was removed in the NumPy 2\.0 release|cannot import name '\w+' from 'numpy' \(",
@@ -424,8 +431,9 @@ SIGNATURES = (
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
-    # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)")
-    Signature("torch-dll-failed", r'(?i:error loading|could not find module) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|'
+    # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)", or a title
+    # that kept only "[WinError 126] fbgemm.dll")
+    Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|'
                                   r'torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll',
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",

@@ -422,6 +422,41 @@ def test_the_readings_written_in_stop_39_and_their_look_alikes() -> None:
                    "file or directory for GPU arch : gfx1103\n") == ("cuda-compat", "no-kernel-image")
 
 
+def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
+    """Each structural reading written from dev-40 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
+    H200 printed), beside what must not read as it."""
+    # apex's own files calling a torch API this torch lacks; the same AttributeError outside apex is not apex's
+    gone = "AttributeError: module 'torch' has no attribute 'library'"
+    assert top(_traceback(gone, SITE + "apex/normalization/fused_layer_norm.py")) == "apex"
+    assert top(_traceback(gone, "/home/me/train.py")) != "apex"
+    # a scatter or index op writing one float dtype into another
+    assert top("RuntimeError: scatter_add_cuda_(): Expected self.dtype to be equal to src.dtype\n") == "dtype-mismatch"
+    assert top("RuntimeError: index_add_(): self (Float) and source (Half) must have the same scalar type\n") == "dtype-mismatch"
+    # NaN pixels cast by any program's own conversion; not a cast warning elsewhere
+    cast = "RuntimeWarning: invalid value encountered in cast\n  %s\n"
+    assert top(cast % "outputs.append((x * 255).numpy().astype(np.uint8))") == "library-probes"
+    assert top(cast % "counts = np.asarray(table).astype(np.int64)") != "library-probes"
+    # a package saying its compiled part did not load; bitsandbytes' native library stays quantized-base's
+    assert top("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. CUDA 1108 vs. CUDA 1210\n") == "extension-abi"
+    assert top("ImportError: Cannot load Graphbolt C++ library\n") == "extension-abi"
+    assert top("Could not load bitsandbytes native library: libcudart.so.12\n") == "quantized-base"
+    # a custom op's launch check naming a kernel image or init error, in its .cu file; an illegal access is the code's
+    launch = "CUDA kernel failed : %s\nvoid furthest_point_sampling_kernel_wrapper(int) at L:233 in _ext_src/src/sampling_gpu.cu\n"
+    assert top(launch % "initialization error") == "extension-abi"
+    assert top(launch % "an illegal memory access was encountered") != "extension-abi"
+    # torch's library sought by another package's module, with torch's own import nowhere; torch's own import is torch's
+    k2 = _traceback("ImportError: libc10.so: cannot open shared object file: No such file or directory",
+                    SITE + "k2/__init__.py", SITE + "k2/autograd.py")
+    assert code_of(k2) == ("extension-abi", "import-fails")
+    assert top(_traceback("ImportError: libc10.so: cannot open shared object file: No such file or directory",
+                          SITE + "transformers/__init__.py", SITE + "torch/__init__.py")) == "torch-install"
+    # numpy's C API versions disagreeing, warned by torch; torch's DLL named only after WinError 126
+    assert code_of("UserWarning: Failed to initialize NumPy: module compiled against API version 0xf but this version of "
+                   "numpy is 0xe\n") == ("torch-install", "numpy-abi")
+    assert top('HELP, OSError: [WinError 126] fbgemm.dll" or one of its dependencies\n') == "torch-install"
+    assert top("OSError: [WinError 126] mylib.dll or one of its dependencies\n") != "torch-install"
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

@@ -136,6 +136,15 @@ SIGNATURES = (
               cause="apex is older than the installed torch: it imports from torch._six what newer torch removed (torch._six "
                     "itself in 2.0)",
               remedies=(REBUILD, NO_AMP)),
+    # apex and torch of different ages either way: apex's own files calling a torch API this torch lacks (current apex's
+    # `hasattr(torch.library, "custom_op")` under torch 1.6-1.10: "module 'torch' has no attribute 'library'"; an old
+    # apex importing what newer torch moved)
+    Signature("apex-stale", r"module '?torch(\.\w+)*'? has no attribute '?\w+|cannot import name '?\w+'? from '?torch(\.[\w.]+)?'?",
+              frames=(r"(^|/)apex/",), frames_required=True,
+              cause="apex and the installed torch are of different ages: apex's code calls a torch API this torch does not have",
+              remedies=(Remedy("Build the apex tag of the installed torch's time (its tags follow NVIDIA's containers: 22.02 "
+                               "for torch 1.10), or upgrade torch to one the apex checkout supports", id="apex-matching-tag"),
+                        REBUILD)),
     Signature("apex-stale", r"'function' object has no attribute '__self__'", frames=(r"torch/optim/lr_scheduler\.py",),
               frames_required=True,
               cause="an old apex.amp patched optimizer.step as a plain function, which torch's LR schedulers (1.3+) cannot wrap",

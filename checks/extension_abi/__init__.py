@@ -69,6 +69,16 @@ SIGNATURES = (
               frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
                                           "was built for another torch release or CUDA build",
               remedies=(REINSTALL_EXTENSION,)),
+    # any other package's compiled module looking for torch's libraries with torch's own import nowhere in the traceback
+    # (k2's `import _k2` before `import torch`: "libc10.so: cannot open shared object file"): the extension loads them
+    # itself, so it was imported before torch or built against another torch's layout, and torch is not what is broken
+    Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
+              frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",), frames_required=True, unless=(r"[\\/]torch[\\/]__init__\.py",),
+              cause="a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
+                    "install its build for this torch",
+              remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
+                               "it still fails, install the extension's build for this torch", id="import-torch-first"),
+                        REINSTALL_EXTENSION)),
     # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
     # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
     # (and torch's C ABI, the shim compiled extensions call since 2.6: torch_library_impl, aoti_torch_*)
@@ -137,6 +147,19 @@ SIGNATURES = (
                               r"Device API (gpu|cuda) is not enabled",
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package saying its own compiled part did not load, in its own words: "xFormers can't load C++/CUDA extensions"
+    # (its warning cut before the versions it names), DGL's "Cannot load Graphbolt C++ library", "Couldn't load custom
+    # C++ ops"; bitsandbytes' native library is quantized-base's
+    # (a custom op's own launch check naming the error CUDA gave: "CUDA kernel failed : no kernel image is available" in
+    # pointnet2's sampling_gpu.cu, an extension built for another CUDA or GPU)
+    Signature("import-fails", r"CUDA kernel failed ?: ?(no kernel image is available|invalid device function|initialization error)",
+              context=(r"\.cu\b",), context_required=True,
+              cause="a compiled extension's CUDA kernel cannot launch: it was built for another CUDA release or GPU architecture",
+              remedies=(REINSTALL_EXTENSION,)),
+    Signature("extension-not-loaded", r"(?i:(cannot|can't|could not|couldn't|failed to|unable to) load (the )?((?!bitsandbytes)[\w-]+ )?"
+                              r"(C\+\+|CUDA|C\+\+/CUDA|native) (librar(y|ies)|extensions?|ops|kernels?))",
+              cause="a package's compiled C++/CUDA part does not load: built for another torch, CUDA or Python",
               remedies=(REINSTALL_EXTENSION,)),
     # Python's own words for a package's compiled module that Windows cannot load ("Could not find module
     # '...\torch_scatter\_scatter_cuda.pyd' (or one of its dependencies)"); torch's own DLLs are torch-install's

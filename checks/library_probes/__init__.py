@@ -75,8 +75,9 @@ SIGNATURES = (
     Signature("fp16-overflow", r"probability tensor contains either .?inf.?, .?nan.? or element < 0|invalid value encountered in cast",
               # a diffusers pipeline's image processor casting NaN pixels is the fp16 VAE's overflow (black images)
               # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
+              # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
               context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
-                       r"\(images \* 255\)\.round\(\)\.astype\(",), context_required=True,
+                       r"\* ?255\b[^\n]{0,40}\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
