@@ -19,6 +19,7 @@ _MIN = 3  # a literal shorter than this rules out too little to be worth the loo
 _SPECIAL = set(".^$*+?{}[]|()\\")
 _QUANTIFIERS = set("*+?{")
 _GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
+_COUNTED = re.compile(r"\{(\d+(,\d*)?|,\d+)\}")  # {m}, {m,}, {m,n}, {,n}: a quantifier; any other brace is text
 # escapes that stand for one literal character
 _LITERAL_ESCAPES = {"\\" + c: c for c in ".^$*+?{}[]|()\\/-'\"`:,=<>#&!~%@ _"}
 
@@ -75,6 +76,8 @@ def _required_literal(branch: str) -> str:
             i += 2
         elif char == "[":
             i = _class_end(branch, i)
+        elif char == "{" and _COUNTED.match(branch, i):  # a counted quantifier's bounds are no text: `[^\n]{0,30}`
+            i = branch.index("}", i) + 1
         elif char == "(":
             depth, i = depth + 1, i + 1
         elif char == ")":
