@@ -468,6 +468,13 @@ SIGNATURES = (
     Signature("bf16-unsupported", r"(?i)^(?=.*?\b\w*(Error|Exception)\b:)(?=.*?(%s))(?=.*?\b(bf16|bfloat16)\b)" % _BELOW_AMPERE,
               cause="bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)",
               remedies=BF16_REMEDIES),
+    # a kernel library refusing bf16 as a dtype, in its own words ("RuntimeError: un-supported dtype: bfloat16", VPTQ's
+    # kernels on a T4 before they emulated bf16 on GPUs without it; github.com/microsoft/VPTQ/pull/51)
+    Signature("bf16-unsupported", r"(?i:\b(un-?supported|not supported)\b[^\n]{0,30}\b(dtype|data ?type)\b[^\n]{0,20}\bb(float)?16\b|"
+                                  r"\b(dtype|data ?type)\b[^\n]{0,20}\bb(float)?16\b[^\n]{0,30}\b(un-?supported|not supported)\b)",
+              cause="a kernel library has no bf16 path here: most often a GPU below compute capability 8.0, where the "
+                    "library has no bf16 kernels",
+              remedies=BF16_REMEDIES),
     Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
               cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
               remedies=BF16_REMEDIES),

@@ -172,6 +172,8 @@ SIGNATURES = (
                                  r"CUDA SETUP: (Setup Failed!|Something unexpected happened)|"
                                  r"libbitsandbytes_cpu\.(so|dll)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
                                  r"CUDA_SETUP: WARNING! libcudart\.so not found",
+              # (where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading)
+              unless=(r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",),
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
               remedies=EXPLAIN_REMEDIES),
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on

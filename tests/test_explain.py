@@ -423,7 +423,7 @@ def test_the_readings_written_in_stop_39_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
-    """Each structural reading written from dev-40 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
+    """Each structural reading written from dev-40 and dev-41 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
     H200 printed), beside what must not read as it."""
     # apex's own files calling a torch API this torch lacks; the same AttributeError outside apex is not apex's
     gone = "AttributeError: module 'torch' has no attribute 'library'"
@@ -455,6 +455,24 @@ def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
                    "numpy is 0xe\n") == ("torch-install", "numpy-abi")
     assert top('HELP, OSError: [WinError 126] fbgemm.dll" or one of its dependencies\n') == "torch-install"
     assert top("OSError: [WinError 126] mylib.dll or one of its dependencies\n") != "torch-install"
+    # dev-41: torch's CPU build seen from a CUDA call; a prebuilt extension needing a newer glibc (torch's own library is
+    # torch-install's); cpp_extension's toolkit check without its space; bitsandbytes' no-GPU line after CUDA failed to
+    # start; a kernel library refusing bf16 as a dtype
+    for said in ("RuntimeError: Cannot get CUDA generator without ATen_cuda library. PyTorch splits its backend",
+                 "AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'"):
+        assert code_of(said + "\n") == ("torch-install", "cpu-only-torch"), said
+    glibc = "ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.32' not found (required by %s)\n"
+    assert top(glibc % "/mnt/Medical-SAM2/sam2_train/_C.so") == "extension-abi"
+    assert top(glibc % "/env/lib/python3.7/site-packages/torch/lib/libshm.so") == "torch-install"
+    assert top("The detected CUDA version(11.8) mismatches the version that was used to compile PyTorch (12.4)\n") == "extension-abi"
+    bnb = ("UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+           "multiplication, and GPU quantization are unavailable.\n")
+    assert top(bnb) == "quantized-base"
+    assert top("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+               "functions before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+               "compatibility was attempted on non supported HW\n" + bnb) == "cuda-compat"
+    assert top("RuntimeError: un-supported dtype: bfloat16\n") == "bf16-support"
+    assert top("RuntimeError: un-supported dtype: int64\n") != "bf16-support"
 
 
 def test_other_failures_get_no_cause() -> None:
@@ -645,6 +663,11 @@ def test_a_signatures_needles_are_the_literals_it_cannot_match_without() -> None
     for unreadable in (r"(a|b)cd", r"ab|abcdef", r"(?i)İstanbul", r"(?x)abc def", r"[abc]+\d+"):
         assert needles(unreadable) is None, unreadable
     assert not may_match(r"CUDA out of memory", "RuntimeError: expected scalar type", "runtimeerror: expected scalar type")
+    # a counted quantifier's bounds are no text the pattern needs (they were once read as the literal "0,30")
+    assert needles(r"abcd[^\n]{0,30}efghij") == (False, ("efghij",))
+    assert needles(r"ab[^\n]{0,300}cd") is None
+    assert needles(r"(?i:un-?supported[^\n]{0,30}(dtype|type))") == (True, ("supported",))
+    assert may_match(r"(?i:un-?supported\b[^\n]{0,30}\bdtype)", "un-supported dtype", "un-supported dtype")
 
 
 def test_the_needles_never_change_a_diagnosis() -> None:

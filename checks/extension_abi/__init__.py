@@ -79,6 +79,13 @@ SIGNATURES = (
               remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
                                "it still fails, install the extension's build for this torch", id="import-torch-first"),
                         REINSTALL_EXTENSION)),
+    # a package's prebuilt compiled module needing a newer C library than the system's ("version `GLIBC_2.32' not found
+    # (required by .../sam2_train/_C.so)"); torch's own libraries are torch-install's, bitsandbytes' quantized-base's
+    Signature("import-fails", r"version .GLIBC(XX)?_[\d.]+' not found \(required by (?![^)\n]*(torch[\\/]+lib|bitsandbytes))[^)\n]*\.so\b",
+              cause="a compiled extension was built on a newer system than this one (its glibc or libstdc++)",
+              remedies=(Remedy("Build the extension from source on this machine against the installed torch (`pip install "
+                               "--no-build-isolation --no-binary :all: <package>`, or the project's own build step), or run it "
+                               "on a newer OS or in its container", id="build-extension-here"), REINSTALL_EXTENSION)),
     # a C++ symbol (mangled _Z...: c10::, at::, torch::, std::) or the CUDA runtime's: what a build against another torch
     # lacks; a plain C symbol of the extension's own dependency (sox's WavpackGetMode) is that dependency's build
     # (and torch's C ABI, the shim compiled extensions call since 2.6: torch_library_impl, aoti_torch_*)
@@ -266,7 +273,7 @@ SIGNATURES = (
     # "The detected CUDA version (12.2) mismatches the version that was used to compile PyTorch (11.3)"; DeepSpeed's op
     # builder says the same before its JIT build ("Installed CUDA version 12.2 does not match the version torch was
     # compiled with 11.7, unable to compile cuda/cpp extensions": deepspeed/ops/op_builder/builder.py)
-    Signature("cuda-variant-mismatch", r"detected CUDA version \([\d.]+\) mismatches the version that was used to compile|"
+    Signature("cuda-variant-mismatch", r"detected CUDA version ?\([\d.]+\) mismatches the version that was used to compile|"
                                        r"Installed CUDA version [\d.]+ does not match the version torch was compiled with",
               cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
               remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
