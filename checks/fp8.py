@@ -334,6 +334,13 @@ SIGNATURES = (
               cause="this torch has no fp8 matmul (_scaled_mm) for this platform: a build with a CUDA before 12.1, or a GPU "
                     "below compute capability 8.9",
               remedies=(FAST_MODE_OFF,)),
+    # CUTLASS's fp8 GEMM behind torch._scaled_mm's row-wise scaling refusing the GPU ("RuntimeError: cutlass cannot
+    # initialize": that path is Hopper's, sm_90; github.com/pytorch/pytorch/issues/130359)
+    Signature("no-fp8-hardware", r"cutlass cannot initialize", context=(r"_scaled_mm|float8|fp8",), context_required=True,
+              cause="torch._scaled_mm's row-wise fp8 path (CUTLASS) runs on Hopper GPUs (sm_90) only",
+              remedies=(Remedy("Use tensor-wise fp8 scaling on Ada GPUs (torchao: `Float8LinearConfig` without row-wise "
+                               "scaling), or compute in bf16; row-wise scaling needs a Hopper GPU", id="fp8-tensorwise"),
+                        COMPUTE_BF16)),
     # ptxas refuses fp8 conversions the target or the PTX version lacks: "Feature 'cvt with .e4m3x2/.e5m2x2 on sm_89'
     # requires PTX ISA .version 8.1 or later" (a Triton that capped PTX at 8.0; github.com/triton-lang/triton/pull/3910)
     # or "... requires .target sm_89 or higher" on an older GPU (PTX ISA notes, cvt: e4m3x2/e5m2x2 need sm_89)

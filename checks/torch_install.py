@@ -437,7 +437,11 @@ SIGNATURES = (
     # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)", or a title
     # that kept only "[WinError 126] fbgemm.dll")
     Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|'
-                                  r'torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll',
+                                  r'torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll|'
+                                  # (or the DLL named first, Windows' words after it: "fbgemm.dll - The specified module could
+                                  # not be found")
+                                  r'\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll\W{1,5}'
+                                  r'(?i:the specified (module|procedure) could not be found)',
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),

@@ -423,7 +423,7 @@ def test_the_readings_written_in_stop_39_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
-    """Each structural reading written from dev-40 and dev-41 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
+    """Each structural reading written from dev-40, dev-41 and dev-42 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
     H200 printed), beside what must not read as it."""
     # apex's own files calling a torch API this torch lacks; the same AttributeError outside apex is not apex's
     gone = "AttributeError: module 'torch' has no attribute 'library'"
@@ -473,6 +473,13 @@ def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
                "compatibility was attempted on non supported HW\n" + bnb) == "cuda-compat"
     assert top("RuntimeError: un-supported dtype: bfloat16\n") == "bf16-support"
     assert top("RuntimeError: un-supported dtype: int64\n") != "bf16-support"
+    # dev-42: torch's DLL named first with Windows' words after it; not another package's DLL. CUTLASS refusing
+    # _scaled_mm's row-wise path; not CUTLASS elsewhere
+    assert top("fbgemm.dll - The specified module could not be found\n") == "torch-install"
+    assert top("opencv_world.dll - The specified module could not be found\n") != "torch-install"
+    cutlass = '  File "/home/me/lingua/%s.py", line 23, in matmul\n    output = torch.%s(\nRuntimeError: cutlass cannot initialize\n'
+    assert code_of(cutlass % ("float8", "_scaled_mm")) == ("fp8", "no-fp8-hardware")
+    assert top(cutlass % ("kernels", "my_gemm")) != "fp8"
 
 
 def test_other_failures_get_no_cause() -> None:
