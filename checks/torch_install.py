@@ -308,6 +308,8 @@ SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes whee
 # macOS's loader on a library built for the other CPU of a Mac: "... (mach-o file, but is an incompatible architecture
 # (have 'x86_64', need 'arm64e'))" (dyld's words, the line often wrapped before "(have")
 MACHO_WRONG_CPU = r"\(have '?(x86_64|arm64e?)'?, need '?(x86_64|arm64e?)'?\)"
+# The DLLs only torch\lib ships, named alone where a path was cut
+_TORCH_DLLS = r"(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)"
 # WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
 PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
@@ -436,12 +438,10 @@ SIGNATURES = (
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
     # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)", or a title
     # that kept only "[WinError 126] fbgemm.dll")
-    Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b(fbgemm|c10|c10_cuda|torch_cpu|'
-                                  r'torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll|'
+    Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b%s\.dll|'
                                   # (or the DLL named first, Windows' words after it: "fbgemm.dll - The specified module could
                                   # not be found")
-                                  r'\b(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)\.dll\W{1,5}'
-                                  r'(?i:the specified (module|procedure) could not be found)',
+                                  r'\b%s\.dll\W{1,5}(?i:the specified (module|procedure) could not be found)' % (_TORCH_DLLS, _TORCH_DLLS),
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),

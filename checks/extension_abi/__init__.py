@@ -155,15 +155,15 @@ SIGNATURES = (
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
               remedies=(REINSTALL_EXTENSION,)),
-    # A package saying its own compiled part did not load, in its own words: "xFormers can't load C++/CUDA extensions"
-    # (its warning cut before the versions it names), DGL's "Cannot load Graphbolt C++ library", "Couldn't load custom
-    # C++ ops"; bitsandbytes' native library is quantized-base's
-    # (a custom op's own launch check naming the error CUDA gave: "CUDA kernel failed : no kernel image is available" in
-    # pointnet2's sampling_gpu.cu, an extension built for another CUDA or GPU)
+    # A custom op's own launch check naming the error CUDA gave ("CUDA kernel failed : no kernel image is available" in
+    # pointnet2's sampling_gpu.cu): an extension built for another CUDA or GPU
     Signature("import-fails", r"CUDA kernel failed ?: ?(no kernel image is available|invalid device function|initialization error)",
               context=(r"\.cu\b",), context_required=True,
               cause="a compiled extension's CUDA kernel cannot launch: it was built for another CUDA release or GPU architecture",
               remedies=(REINSTALL_EXTENSION,)),
+    # A package saying its own compiled part did not load, in its own words: "xFormers can't load C++/CUDA extensions"
+    # (its warning cut before the versions it names), DGL's "Cannot load Graphbolt C++ library", "Couldn't load custom
+    # C++ ops"; bitsandbytes' native library is quantized-base's
     Signature("extension-not-loaded", r"(?i:(cannot|can't|could not|couldn't|failed to|unable to) load (the )?((?!bitsandbytes)[\w-]+ )?"
                               r"(C\+\+|CUDA|C\+\+/CUDA|native) (librar(y|ies)|extensions?|ops|kernels?))",
               cause="a package's compiled C++/CUDA part does not load: built for another torch, CUDA or Python",

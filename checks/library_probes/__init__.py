@@ -116,7 +116,7 @@ SIGNATURES = (
               remedies=(FP32_MASTER_WEIGHTS,)),
     # (and over bf16 gradients, which GradScaler's unscale kernel has no bf16 case for: "\"_amp_foreach_non_finite_check_
     # and_unscale_cuda\" not implemented for 'BFloat16'", a model cast to bf16 whole then trained with fp16 AMP; still so in
-    # torch 2.11 on an H200, whose bf16 is native: tests/fixtures/measurements/gpu-failures/gradscaler-bf16-weights.log)
+    # torch 2.11 on an H200, whose bf16 is native: tests/fixtures/measurements/h200-failures/gradscaler-bf16-weights.log)
     Signature("fp16-grads", r"\"?_amp_foreach_non_finite_check_and_unscale\w*\"? not implemented for '(BFloat16|Half)'", in_code=True,
               cause="GradScaler (fp16 mixed precision) was given low-precision gradients: the trained weights were loaded or "
                     "cast in bf16/fp16; it keeps fp32 weights and unscales fp32 gradients",
