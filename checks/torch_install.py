@@ -509,7 +509,8 @@ SIGNATURES = (
               cause="the installed torch predates the device type the code asks for (MPS arrived in torch 1.12, XPU in 2.4)",
               remedies=(Remedy("Upgrade torch to a release that has the device (`pip install -U torch`; for XPU, the "
                                "download.pytorch.org/whl/xpu index), in the interpreter that runs the script", id="torch-upgrade"),)),
-    Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|_six|version)'?",
+    # (not torch._six: torch 2.0 removed it, so code importing it is older than the torch, apex's or another library's)
+    Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|version)'?",
               # torch imported from a checkout of its source (a folder pytorch/ holding torch/, outside site-packages): the
               # import found the sources, not the installed build; the program's working directory, not the install
               unless=(r"(?m)^(?![^\n]*(site|dist)-packages)[^\n]*pytorch[\\/]torch[\\/]__init__\.py",),

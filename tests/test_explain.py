@@ -423,7 +423,7 @@ def test_the_readings_written_in_stop_39_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
-    """Each structural reading written from dev-40, dev-41 and dev-42 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
+    """Each structural reading written from dev-40 to dev-43 (and, with the GPU's own tests in test_gpu_failures.py, from what a real
     H200 printed), beside what must not read as it."""
     # apex's own files calling a torch API this torch lacks; the same AttributeError outside apex is not apex's
     gone = "AttributeError: module 'torch' has no attribute 'library'"
@@ -480,6 +480,17 @@ def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
     cutlass = '  File "/home/me/lingua/%s.py", line 23, in matmul\n    output = torch.%s(\nRuntimeError: cutlass cannot initialize\n'
     assert code_of(cutlass % ("float8", "_scaled_mm")) == ("fp8", "no-fp8-hardware")
     assert top(cutlass % ("kernels", "my_gemm")) != "fp8"
+    # dev-43: a package's version gate in torchao's words; a compiled part built without CUDA (not torch's own words);
+    # an extension module named by its ABI tag alone, missing a symbol (not a bare _C); torch._six is old code, not torch
+    assert top("Skipping import of cpp extensions due to incompatible torch version 2.7.1+cu128 for torchao version "
+               "0.15.0\n") == "extension-abi"
+    assert top("ValueError: /io/include/tensorview/tensor.h(171)\ndon't compiled with cuda\n") == "extension-abi"
+    assert top("AssertionError: Torch not compiled with CUDA enabled\n") == "torch-install"
+    assert top("ImportError causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so undefined symbol\n") == "extension-abi"
+    assert top("ImportError _C.cpython-310-x86_64-linux-gnu.so undefined symbol\n") != "extension-abi"
+    assert top("ModuleNotFoundError: No module named 'torch._six'\n") == "none"
+    assert top(_traceback("ModuleNotFoundError: No module named 'torch._six'", SITE + "apex/amp/_amp_state.py")) == "apex"
+    assert top("ModuleNotFoundError: No module named 'torch._C'\n") == "torch-install"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -98,15 +98,19 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own library under site-packages missing a symbol the paste cut off (an issue title ending at "undefined
     # symbol:"; github.com/traveller59/spconv/issues/579): which symbol is unknown, so only torch's own libraries are excluded
-    Signature("import-fails", r"site-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$",
+    # (or the module named alone by CPython's ABI tag: "ImportError causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so
+    # undefined symbol"; a bare `_C` could be torch's own)
+    Signature("import-fails", r"site-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$|"
+                              r"(?<![\w/\\.])(?!_C\.)\w+\.cpython-[\w-]+\.so:? undefined symbol:?\s*$",
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own version gate naming the torch its compiled ops were built for ("Version mismatch: Open3D needs
     # PyTorch version 1.7.*, but version 1.8.2 is installed!"; github.com/isl-org/Open3D-ML/issues/430; IPEX's "Intel®
     # Extension for PyTorch* needs to work with PyTorch 2.2.*, but PyTorch 2.1.0+cu121 is found")
+    # (torchao's: "Skipping import of cpp extensions due to incompatible torch version 2.7.1+cu128 for torchao version 0.15.0")
     Signature("import-fails", r"(?i:\b(needs|requires|built for|compiled (for|with|against))( to work with)? (PyTorch|torch)( version)? ?[\w.*+]+,? but "
-                              r"(version |PyTorch |torch )?[\w.+]+ (is|was) (installed|found|loaded))",
+                              r"(version |PyTorch |torch )?[\w.+]+ (is|was) (installed|found|loaded)|\bincompatible (torch|PyTorch) version\b)",
               cause="a package's compiled ops were built for another torch release than the installed one",
               remedies=(REINSTALL_EXTENSION,)),
     # (torchvision.io's image library registers its ops as image::decode_jpeg, image::read_file, ...)
@@ -154,6 +158,11 @@ SIGNATURES = (
                               r"Device API (gpu|cuda) is not enabled",
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's compiled part built without CUDA, in its own words ("don't compiled with cuda" from spconv's tensorview, a
+    # CPU-only cumm beside a CUDA torch); torch's own "Torch not compiled with CUDA" is torch-install's
+    Signature("import-fails", r"(?i:(?<!torch )\b(don'?t|not|wasn'?t|isn'?t) (been )?compiled with (cuda|gpu)\b)",
+              cause="a package's compiled part was built without CUDA (a CPU-only build) and is asked to run on the GPU",
               remedies=(REINSTALL_EXTENSION,)),
     # A custom op's own launch check naming the error CUDA gave ("CUDA kernel failed : no kernel image is available" in
     # pointnet2's sampling_gpu.cu): an extension built for another CUDA or GPU
