@@ -267,12 +267,17 @@ def _unloaded_library_remedy(ext: Dict[str, Any], cap: Tuple[int, int], sm: str)
     if not releases:
         return ()
     newest = releases[-1]
-    return (env_remedy("Load bitsandbytes' library built for CUDA %s.%s, which has %s code and runs on torch's CUDA runtime: "
-                       "BNB_CUDA_VERSION=%s" % (newest[:-1], newest[-1], sm, newest), "bnb-cuda-version",
+    return (env_remedy("Load bitsandbytes' library built for CUDA %s, which has %s code and runs on torch's CUDA runtime: "
+                       "BNB_CUDA_VERSION=%s" % (_bnb_release(newest), sm, newest), "bnb-cuda-version",
                        set_env={"BNB_CUDA_VERSION": newest}),)
 
 
-def _bnb_library_for_other_cuda(facts: Dict[str, Any], ext: Dict[str, Any]) -> List[Finding]:
+def _bnb_release(digits: str) -> str:
+    """A CUDA release as bitsandbytes' library names and BNB_CUDA_VERSION spell it ("126"), written "12.6"."""
+    return "%s.%s" % (digits[:-1], digits[-1])
+
+
+def _bnb_library_unloadable(facts: Dict[str, Any], ext: Dict[str, Any]) -> List[Finding]:
     """BNB_CUDA_VERSION names the library bitsandbytes loads (bitsandbytes/cextension.py): one built for another CUDA
     major release than torch's needs that release's runtime, which torch's wheels do not bring, so each of its kernels
     fails ("libcudart.so.12: cannot open shared object file" under a CUDA 13 torch); one it does not ship fails the same
@@ -281,24 +286,26 @@ def _bnb_library_for_other_cuda(facts: Dict[str, Any], ext: Dict[str, Any]) -> L
     layers under torch 2.11.0+cu130 on an H200 (tests/fixtures/measurements/h200-failures/)."""
     value = ext.get("bnb_cuda_version") or ""
     named = re.sub(r"\D", "", value)
-    torch_cuda = (facts.get("torch") or {}).get("cuda") or ""
+    torch = facts.get("torch") or {}
+    torch_cuda = torch.get("cuda") or ""
     if len(named) < 3 or not torch_cuda:
         return []
     name, version = ext.get("name") or "bitsandbytes", ext.get("version") or ""
     library = "libbitsandbytes_cuda%s" % named
-    cuda = "%s.%s" % (named[:-1], named[-1])
+    major, torch_major = named[:-1], torch_cuda.split(".")[0]
     if not any(f.startswith(library) for f in ext.get("cuda_archs") or {}):
         title = ("BNB_CUDA_VERSION=%s makes %s %s load a library for CUDA %s that it does not ship (%s.so): each of its "
-                 "kernels fails" % (value, name, version, cuda, library))
-    elif named[:-1] != torch_cuda.split(".")[0]:
+                 "kernels fails" % (value, name, version, _bnb_release(named), library))
+    elif major != torch_major:
         title = ("BNB_CUDA_VERSION=%s makes %s %s load its library for CUDA %s, but torch is built with CUDA %s: that library "
-                 "needs CUDA %s's runtime, so each of its kernels fails" % (value, name, version, cuda, torch_cuda, named[:-1]))
+                 "needs CUDA %s's runtime, so each of its kernels fails" % (value, name, version, _bnb_release(named), torch_cuda,
+                                                                             major))
     else:
         return []
     shipped = sorted(re.sub(r"\.(so|dll)$", "", f) for f in {**(ext.get("cuda_archs") or {}), **(ext.get("cuda_archs_unloaded") or {})})
-    evidence = ["BNB_CUDA_VERSION=%s" % value, "torch %s: CUDA %s" % ((facts.get("torch") or {}).get("version"), torch_cuda)]
+    evidence = ["BNB_CUDA_VERSION=%s" % value, "torch %s: CUDA %s" % (torch.get("version"), torch_cuda)]
     if shipped:
-        evidence.append("%s's libraries for torch's CUDA %s: %s" % (name, torch_cuda.split(".")[0], ", ".join(shipped)))
+        evidence.append("%s's libraries for torch's CUDA %s: %s" % (name, torch_major, ", ".join(shipped)))
     return [Finding(ID, "bnb-cuda-version-unloadable", Severity.ERROR, title, tuple(evidence), (UNSET_BNB_CUDA_VERSION,),
                     {"package": name, "version": ext.get("version"), "bnb_cuda_version": value, "torch_cuda": torch_cuda})]
 
@@ -369,7 +376,7 @@ def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
                                     _install_remedies(facts, env, ext, pair, broken=bool(failed or warned)),
                                     dict(subject, expected_torch=pair["expected"], paired=target)))
         findings.extend(_no_kernel_for_gpu(facts, env, ext, pair))
-        findings.extend(_bnb_library_for_other_cuda(facts, ext))
+        findings.extend(_bnb_library_unloadable(facts, ext))
         if variant and not failed and not warned:  # with a symptom, the variant is named as its likely cause
             findings.append(Finding(
                 ID, "cuda-variant-mismatch", Severity.WARNING,
