@@ -15,7 +15,7 @@ from conftest import FIXTURES, load_fixture, rejudged
 
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.explain.confirm import apply_verdicts
-from envdoctor.pipeline.explain.match import Diagnosis, match
+from envdoctor.pipeline.explain.match import Diagnosis, Matching, match
 from envdoctor.pipeline.explain.reader import read_text
 
 FOLDER = FIXTURES / "measurements" / "h200-failures"
@@ -24,8 +24,13 @@ CHECKS = [c.check for c in load_checks(plugins=False)[0]]
 PROBE_DECIDED = ("gradscaler-bf16-weights",)
 
 
+def matched(name: str) -> Matching:
+    """What the rules read in the log the GPU printed (its diagnoses, and the supporting checks to probe)."""
+    return match(read_text((FOLDER / ("%s.log" % name)).read_text(encoding="utf-8")), CHECKS)
+
+
 def read(name: str) -> List[Diagnosis]:
-    return match(read_text((FOLDER / ("%s.log" % name)).read_text(encoding="utf-8")), CHECKS).diagnoses
+    return list(matched(name).diagnoses)
 
 
 def recorded(name: str) -> List[Dict[str, Any]]:
@@ -112,9 +117,9 @@ def test_the_verdicts_follow_from_the_facts_the_gpu_recorded(name: str) -> None:
     """The explanation's probes, judged again from the every-check report the same H200 recorded: the same verdict for
     each reading as the GPU gave live (library-probes' models ran live, with their libraries; the report skipped them, and
     either way they decide nothing of GradScaler's use)."""
-    diagnoses = read(name)
-    match_supporting = match(read_text((FOLDER / ("%s.log" % name)).read_text(encoding="utf-8")), CHECKS).supporting
-    apply_verdicts(diagnoses, rejudged(load_fixture("h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json")), match_supporting)
+    matching = matched(name)
+    diagnoses = matching.diagnoses
+    apply_verdicts(diagnoses, rejudged(load_fixture("h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json")), matching.supporting)
     assert {(d.check, d.code): d.confirmed for d in diagnoses} == verdicts(name)
     assert readings(diagnoses) == readings(recorded(name))
 
