@@ -493,6 +493,30 @@ def test_the_readings_written_in_stop_40_and_their_look_alikes() -> None:
     assert top("ModuleNotFoundError: No module named 'torch._C'\n") == "torch-install"
 
 
+
+def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
+    """Each structural reading written from the dev sets in stop 41, beside what must not read as it."""
+    # out of memory said in words, in any language around it; Java's OutOfMemoryError is not torch's
+    assert top("When I increase the context, it ends with OutOfMemoryError error\n") == "device-memory"
+    assert top("单张卡40g测试transformers和hug上的例子会out of mem\n") == "device-memory"
+    assert top("Exception in thread main java.lang.OutOfMemoryError: Java heap space\n") != "device-memory"
+    # torch 0.4-1.1's CUDA 9 builds on a Turing GPU (THCGeneral's invalid argument, spaced either way); not another error
+    assert code_of("RuntimeError: cuda runtime error (11) :invalid argument at /pytorch/aten/src/THC/THCGeneral.cpp:383\n") \
+        == ("cuda-compat", "no-kernel-image")
+    assert top("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=405 error=11 : invalid argument\n") \
+        == "cuda-compat"
+    assert top("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=87 error=30 : unknown error\n") != "cuda-compat"
+    # NaN losses under AMP told in Chinese prose, the English words inside it unbounded by \b; not without an fp16 word
+    assert top("基于mt5+amp的模型微调loss直接走向nan\n") == "library-probes"
+    assert top("模型微调loss直接走向nan\n") != "library-probes"
+    # a package's _C (or private module) missing a symbol, in Windows' words in any language; torch's own _C is not
+    for said in ("找不到指定的程序。", "指定されたプロシージャが見つかりません。", "The specified procedure could not be found.",
+                 "Die angegebene Prozedur wurde nicht gefunden."):
+        assert code_of("ImportError: DLL load failed while importing _C: %s\n" % said) == ("extension-abi", "import-fails"), said
+    torch_own = _traceback("ImportError: DLL load failed while importing _C: 找不到指定的程序。", SITE + "torch/__init__.py")
+    assert top(torch_own) == "torch-install"
+    assert top("ImportError: DLL load failed while importing _C: The specified module could not be found.\n") != "extension-abi"
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

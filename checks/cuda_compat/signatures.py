@@ -99,6 +99,15 @@ SIGNATURES = (
                       r"PyTorch is\s*\(\d+\.\d+\)\s*-\s*\(\1\.\d+\)",),
               cause="this torch was not built for the GPU's compute capability (an older GPU than the wheel supports)",
               remedies=(WHEEL_FOR_GPU,)),
+    # torch 0.4-1.1's CUDA 9.0 builds setting up cuBLAS on a Turing or newer GPU (RTX 20xx): "THCudaCheck FAIL
+    # file=.../THC/THCGeneral.cpp line=383 error=11 : invalid argument", "cuda runtime error (11) : invalid argument at
+    # THCGeneral.cpp:405"; the CUDA 10 build of the same torch runs (github.com/fastai/fastai/issues/1566,
+    # github.com/pytorch/pytorch/issues/15797)
+    Signature("no-kernel-image", r"THCGeneral\.cpp(:| line=)\d+ error=11 ?: ?invalid argument|"
+                                 r"cuda runtime error \(11\) ?: ?invalid argument at [^\n]*THCGeneral\.cpp",
+              cause="a torch of the 0.4-1.1 era built for CUDA 9 cannot set up cuBLAS on this GPU (Turing or newer): its "
+                    "CUDA predates the GPU",
+              remedies=(WHEEL_FOR_GPU,)),
     # NVRTC (the runtime compiler torch's CUDA brings, used by TorchScript's fuser and JIT kernels) not knowing the GPU's
     # architecture: "nvrtc: error: invalid value for --gpu-architecture (-arch)" on an RTX 4090 under torch 1.10+cu113
     # (github.com/Improbable-AI/walk-these-ways/issues/72): torch's CUDA predates the GPU

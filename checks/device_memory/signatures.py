@@ -87,6 +87,9 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES),
     # Out of GPU memory told in a user's words, with no allocator message pasted: "OOM", "显存不足", "VRAM is full"
     Signature("out-of-memory", r"\bOOM(s|ed|ing)?\b|显存(不足|不够|溢出|爆|占满)|"
+                               # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
+                               # mem"; Java's own error is not torch's)
+                               r"(?<!java\.lang\.)\bOutOfMemoryError\b|(?i:(?<![a-z])out of (GPU |CUDA |video )?mem(ory)?\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
               unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),

@@ -55,6 +55,14 @@ PYTHON_OWN_MODULES = (r"_(asyncio|bz2|ctypes|decimal|elementtree|hashlib|lzma|ms
 # _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
 OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b"
 
+# Windows' ERROR_PROC_NOT_FOUND (WinError 127: a module loaded, but a symbol it imports is not in the DLLs it found) in the
+# languages users paste it in; learn.microsoft.com/windows/win32/debug/system-error-codes--0-499- (the translations are
+# Windows' own for each UI language; "The specified program cannot be found" is how a retyped Chinese one reads back)
+PROC_NOT_FOUND = (r"(?i:the specified (procedure|program) (could not|cannot|can't|couldn't) be found)|找不到指定的程序|"
+                  r"指定されたプロシージャが見つかりません|Die angegebene Prozedur wurde nicht gefunden|"
+                  r"(?i:la procédure spécifiée est introuvable)|Не найдена указанная процедура|"
+                  r"(?i:no se encontró el procedimiento especificado)|지정된 프로시저를 찾을 수 없습니다")
+
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
 TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
 
@@ -213,8 +221,10 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # WinError 127 in a private compiled module: it looked up a symbol the loaded torch no longer exports (built for
     # another torch: "DLL load failed while importing _fused: The specified procedure could not be found")
-    Signature("import-fails", r"DLL load failed while importing (?!_C\b)_\w+: The specified procedure could not be found",
-              unless=(OTHER_PACKAGES_DLL,),
+    # (and torch's own `_C`, where torch's own import is nowhere in view: a package's `_C` missing a symbol, in any
+    # language: pytorch3d's, nunchaku's, diff-gaussian-rasterization's; torch's own _C fails for a missing DLL, 126)
+    Signature("import-fails", r"DLL load failed while importing _?\w+: (%s)" % PROC_NOT_FOUND,
+              unless=(OTHER_PACKAGES_DLL, r"torch[/\\]+__init__\.py|^\s*from torch\._C import"),
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own `_C` (nunchaku's, not torch's: no torch/__init__.py in the traceback) failing with WinError 127 in

@@ -31,19 +31,22 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
 # NaN or inf told in words, and the blank images or empty replies they become (a line of prose, or a printed tensor of
 # nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
 _NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)s?(?![A-Za-z])"  # and the plural: "it still yields nans", "NaNs in the output"
+# An English word inside Chinese or Japanese prose has no \b around it ("基于mt5+amp的模型微调loss直接走向nan": the CJK
+# letters are word characters), so the prose words are bounded by ASCII letters alone
+_LOSS = r"(?<![A-Za-z])loss(?![A-Za-z])"
 # Blank images told in words: an image model's NaN pixels (an fp16 overflow) become black, the commonest way users see it
 PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
                r"screen)\b|"
                r"\b(image|output|result|picture|pic|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
                r"(all |total |totally |completely |pure |just |entirely )?black\b)")
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
-             r"\bloss\b[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}\bloss\b|\ball[- ]nan\b|NaN detected in latents|"
+             r"%(loss)s[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
              r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got)\s+(only\s+|all\s+)?%(nan)s|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
-             r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN})
+             r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
-PROSE_FP16 = (r"(?i)\bfp16\b|float16|\bhalf\b|--no-half|no_half|\.half\(\)|16-mixed|\bamp\b|fp16-fix|mixed.precision|\bsdxl\b|"
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # What `explain` says of an fp16 overflow, however it showed
