@@ -360,7 +360,7 @@ SIGNATURES = (
     # torch's own libraries need a newer C or C++ runtime than this system (or conda env) has: "version `GLIBC_2.14' not
     # found (required by .../torch/lib/libshm.so)" on CentOS 6 (github.com/pytorch/pytorch/issues/14274), GLIBCXX_3.4.x
     # for an old libstdc++ found first
-    Signature("torch-import-failed", r"version .GLIBC(XX)?_[\d.]+' not found \(required by \S*torch[\\/]+(lib[\\/]+)?\S+\)",
+    Signature("torch-import-failed", r"version .(GLIBC(XX)?|CXXABI|GOMP)_[\d.]+' not found \(required by \S*torch[\\/]+(lib[\\/]+)?\S+\)",
               cause="torch's binaries need a newer glibc (or libstdc++) than this system provides",
               remedies=(Remedy("Run on a newer OS (glibc 2.28+ for current wheels), in a container, or with a torch release built "
                                "for this glibc; for GLIBCXX, put a newer libstdc++ first (conda: `conda install -c conda-forge "

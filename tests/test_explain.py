@@ -516,6 +516,19 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     torch_own = _traceback("ImportError: DLL load failed while importing _C: 找不到指定的程序。", SITE + "torch/__init__.py")
     assert top(torch_own) == "torch-install"
     assert top("ImportError: DLL load failed while importing _C: The specified module could not be found.\n") != "extension-abi"
+    # dev-44: apex's container_abcs with no path in view (not where timm's helpers are); a kernel package refusing the GPU's
+    # architecture; a C++ or OpenMP runtime version another .so needs (not torch's own); an adapter that spoils a GGUF or
+    # fp8 base's output, told in words
+    assert top("ImportError: cannot import name 'container_abcs' from 'torch._six'\n") == "apex"
+    assert top(_traceback("ImportError: cannot import name 'container_abcs' from 'torch._six'",
+                          SITE + "timm/models/layers/helpers.py")) != "apex"
+    assert code_of("ValueError: Unsupported CUDA architecture: sm75\n") == ("cuda-compat", "no-kernel-image")
+    assert top("ValueError: Unsupported dtype: float64\n") != "cuda-compat"
+    gomp = "ImportError: %s/libgomp.so.1: version `GOMP_4.0' not found (required by %s)\n"
+    assert top(gomp % (SITE + "torch/lib", "/usr/local/warp-ctc/build/libwarpctc.so")) == "extension-abi"
+    assert top(gomp % ("/usr/lib", SITE + "torch/lib/libtorch_cpu.so")) != "extension-abi"
+    assert top("When using the LoRA with the GGUF Q4_K model the output looks bad.\n") == "dora-fp8"
+    assert top("When using the LoRA with the bf16 model the output looks bad.\n") != "dora-fp8"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

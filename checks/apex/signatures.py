@@ -136,6 +136,12 @@ SIGNATURES = (
               cause="apex is older than the installed torch: it imports from torch._six what newer torch removed (torch._six "
                     "itself in 2.0)",
               remedies=(REBUILD, NO_AMP)),
+    # (the name apex's amp imported, with no path in view: "cannot import name 'container_abcs' from 'torch._six'" is apex's
+    # _amp_state.py in its threads, unless timm 0.3's helpers, which imported it too, are in view)
+    Signature("apex-stale", r"cannot import name '?container_abcs'?( from '?torch\._six'?)?", unless=(r"\btimm\b",),
+              cause="most likely apex is older than the installed torch: its amp imports container_abcs from torch._six, "
+                    "which torch 1.8 removed (other code of that age did too: the traceback's path says whose)",
+              remedies=(REBUILD, NO_AMP)),
     # apex and torch of different ages either way: apex's own files calling a torch API this torch lacks (current apex's
     # `hasattr(torch.library, "custom_op")` under torch 1.6-1.10: "module 'torch' has no attribute 'library'"; an old
     # apex importing what newer torch moved)

@@ -108,6 +108,12 @@ SIGNATURES = (
               cause="a torch of the 0.4-1.1 era built for CUDA 9 cannot set up cuBLAS on this GPU (Turing or newer): its "
                     "CUDA predates the GPU",
               remedies=(WHEEL_FOR_GPU,)),
+    # A kernel package's own build refusing the GPU's architecture ("ValueError: Unsupported CUDA architecture: sm75",
+    # SageAttention 2's setup on an RTX 2080 Ti: github.com/thu-ml/SageAttention): no kernels of it for this GPU
+    Signature("no-kernel-image", r"Unsupported (CUDA|GPU|compute) (architecture|capability):? '?(sm_?|compute_)?\d+",
+              cause="a package's CUDA kernels do not cover this GPU's architecture (older or newer than those it builds for)",
+              confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
+              remedies=(EXTENSION_FOR_GPU, WHEEL_FOR_GPU)),
     # NVRTC (the runtime compiler torch's CUDA brings, used by TorchScript's fuser and JIT kernels) not knowing the GPU's
     # architecture: "nvrtc: error: invalid value for --gpu-architecture (-arch)" on an RTX 4090 under torch 1.10+cu113
     # (github.com/Improbable-AI/walk-these-ways/issues/72): torch's CUDA predates the GPU

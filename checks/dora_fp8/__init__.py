@@ -53,11 +53,16 @@ MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original model loaded unq
 # official scaled fp8 weights still does not support lora", "Loading LoRA on quantized model (int8) - this may fail").
 _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eetq|hqq|torchao)|utils[/\\]+integrations)\.py"
 _ADAPTER = r"\b(q?lora|dora|lycoris|adapter)s?\b"
-_QUANT_BASE = r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3"
+# (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
+# load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)
+_QUANT_BASE = (r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3|"
+               r"\bgguf\b|\bq[2-8]_(k|[01])\b")
 _FAILS = (r"\bnot (yet )?(be )?supported\b|\bunsupported\b|\bdo(es)?(n't| not) (work|support)\b|\b(in|not )compatible\b|"
           r"\b(may|will|would) fail\b|\bfail(s|ed|ing)?\b|\bcannot\b|\bcan't\b|\bnoise\b|\bsnowflakes?\b|\bgarbage\b|"
           # the adapter loads and does nothing, or errors, told in the user's words ("loras make no different on nf4")
-          r"\bno (effect|differen(ce|t))\b|\bgibberish\b|\bgives? errors?\b")
+          r"\bno (effect|differen(ce|t))\b|\bgibberish\b|\bgives? errors?\b|"
+          # or spoils what it makes ("the output looks sadly bad"), or does not run ("not working")
+          r"\b(looks?|is|are) (\w+ )?bad\b|\bnot working\b")
 # An API drift between peft and the trainer (a keyword one release added) fails in the same files but is no base's fault
 _API_DRIFT = (r"unexpected keyword argument|cannot import name",)
 # A quantized model with no adapter at all (transformers' "cannot perform fine-tuning on purely quantized models. Please

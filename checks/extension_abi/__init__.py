@@ -88,9 +88,11 @@ SIGNATURES = (
                                "it still fails, install the extension's build for this torch", id="import-torch-first"),
                         REINSTALL_EXTENSION)),
     # a package's prebuilt compiled module needing a newer C library than the system's ("version `GLIBC_2.32' not found
-    # (required by .../sam2_train/_C.so)"); torch's own libraries are torch-install's, bitsandbytes' quantized-base's
-    Signature("import-fails", r"version .GLIBC(XX)?_[\d.]+' not found \(required by (?![^)\n]*(torch[\\/]+lib|bitsandbytes))[^)\n]*\.so\b",
-              cause="a compiled extension was built on a newer system than this one (its glibc or libstdc++)",
+    # (required by .../sam2_train/_C.so)"), or a newer C++ or OpenMP runtime than the one loaded first (libstdc++'s
+    # GLIBCXX_/CXXABI_, libgomp's GOMP_4.0 that torch's bundled libgomp lacks: "required by .../libwarpctc.so"); torch's
+    # own libraries are torch-install's, bitsandbytes' quantized-base's
+    Signature("import-fails", r"version .(GLIBC(XX)?|CXXABI|GOMP)_[\d.]+' not found \(required by (?![^)\n]*(torch[\\/]+lib|bitsandbytes))[^)\n]*\.so\b",
+              cause="a compiled extension was built on a newer system than this one (its glibc, libstdc++ or OpenMP runtime)",
               remedies=(Remedy("Build the extension from source on this machine against the installed torch (`pip install "
                                "--no-build-isolation --no-binary :all: <package>`, or the project's own build step), or run it "
                                "on a newer OS or in its container", id="build-extension-here"), REINSTALL_EXTENSION)),
