@@ -357,6 +357,17 @@ SIGNATURES = (
     Signature("torch-import-failed", SPLIT_CUDA_LIBRARY, frames=(r"(^|/)torch/__init__\.py$",), frames_required=True,
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
+    # The process killed by SIGILL with nothing but torch in view: torch's compiled code uses an instruction the CPU lacks
+    # (a wheel built for AVX on a CPU without it, github.com/pytorch/pytorch/issues/43551; torch 2.0's aarch64 wheel on a
+    # Graviton 1 or a Raspberry Pi's older ARM cores). numpy's OpenBLAS dies the same way on some ARM boards (numpy 1.19.5,
+    # github.com/numpy/numpy/issues/18131), and any other package's import can: those in view rule it out
+    Signature("torch-import-failed", r"(?im:^\W*(Illegal instruction|非法指令)\b)|<Signals\.SIGILL: 4>|\bSIGILL\b",
+              unless=(r"(?i)numpy|openblas|onnxruntime|tensorflow|^\s*(>>>\s*)?from (?!torch\b)\w+|"
+                      r"^\s*(>>>\s*)?import (?!torch\b)\w+",),
+              cause="torch's compiled code uses an instruction this CPU does not have (AVX/AVX2 on an older x86 CPU, newer "
+                    "ARM features on a Raspberry Pi or an early Graviton): a wheel built for a newer CPU",
+              remedies=(Remedy("Install a torch release (or a community build) made for this CPU: an older release for x86 CPUs "
+                               "without AVX, an aarch64 build for the board's ARM cores", id="torch-for-this-cpu"),)),
     # torch's own libraries need a newer C or C++ runtime than this system (or conda env) has: "version `GLIBC_2.14' not
     # found (required by .../torch/lib/libshm.so)" on CentOS 6 (github.com/pytorch/pytorch/issues/14274), GLIBCXX_3.4.x
     # for an old libstdc++ found first

@@ -529,6 +529,11 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top(gomp % ("/usr/lib", SITE + "torch/lib/libtorch_cpu.so")) != "extension-abi"
     assert top("When using the LoRA with the GGUF Q4_K model the output looks bad.\n") == "dora-fp8"
     assert top("When using the LoRA with the bf16 model the output looks bad.\n") != "dora-fp8"
+    # a process killed by SIGILL with only torch in view; not where numpy's OpenBLAS or another package's import is
+    assert code_of("Illegal instruction (core dumped)\n") == ("torch-install", "torch-import-failed")
+    assert top(">>> import torch\n非法指令 (核心已转储)\n") == "torch-install"
+    assert top(">>> from pypylon import pylon\nIllegal instruction (core dumped)\n") != "torch-install"
+    assert top("numpy 1.19.5\nIllegal instruction (core dumped)\n") != "torch-install"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
