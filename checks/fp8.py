@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
 from envdoctor.target.intent import config_evidence, config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.gpus import capability_tuple, identity
@@ -309,6 +310,9 @@ KEEP_BF16 = Remedy("Keep the weights in bf16 (or fp16) where they meet other dty
 FAST_MODE_OFF = Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an Ada/Hopper GPU",
                        id="fp8-fast-off")
 
+# Any GPU named in a log, from the one name -> capability table (fp8 needs 8.9+; the gate's own words say the rest)
+_GPU_NAMES = "|".join(pattern for pattern, _cap in GPU_NAME_CAPABILITY)
+
 SIGNATURES = (
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
               cause="a float8 tensor met a tensor of another dtype in one operation: torch never promotes float8",
@@ -330,6 +334,14 @@ SIGNATURES = (
               remedies=(FAST_MODE_OFF,)),
     # torch built without the fp8 matmul kernel for its platform (aten/src/ATen/native/cuda/Blas.cpp: "_scaled_mm_out_cuda
     # is not compiled for this platform."): a CUDA before 12.1 build, or a GPU it has no fp8 path for
+    # Transformer Engine's fp8 recipes on a GPU without cuBLAS kernels for them ("Unable to find suitable cuBLAS GEMM
+    # algorithm" with MXFP8BlockScaling on an RTX 5090, sm_120; TE now refuses such a recipe up front:
+    # github.com/NVIDIA/TransformerEngine/pull/2073)
+    Signature("no-fp8-hardware", r"Unable to find suitable cuBLAS GEMM algorithm", context=(r"(?i)\b(mx|nv)?fp[48]|float8",),
+              context_required=True,
+              cause="cuBLAS has no GEMM for this fp8 recipe on this GPU (Transformer Engine's MXFP8 block scaling needs "
+                    "data-center Blackwell, sm_100; per-tensor fp8 needs sm_89+)",
+              remedies=(COMPUTE_BF16,)),
     Signature("no-fp8-hardware", r"_scaled_mm\w* is not compiled for this platform",
               cause="this torch has no fp8 matmul (_scaled_mm) for this platform: a build with a CUDA before 12.1, or a GPU "
                     "below compute capability 8.9",
@@ -402,10 +414,12 @@ SIGNATURES = (
     # Read weakest, by structure rather than one tool's words: one line that names fp8, a GPU's capability or architecture,
     # and a gate ("FP8 is only supported on GPUs with compute capability >= 8.9", "fp8 requires an Ada or Hopper GPU") -
     # and no adapter, which is dora-fp8's reading of the same words
+    # (a GPU named by its model counts as the device: "Does it mean that 3090 no longer supports FP8?")
     Signature("no-fp8-hardware", r"(?i)^(?!.*?\b(q?lora|dora|adapter)s?\b)(?=.*?(fp8|float8|e4m3|e5m2))"
                                  r"(?=.*?(compute capability|\bcapability\b|\bsm_?\d{2,3}\b|\bcc ?\d|\barch\b|architecture|\bgpus?\b|"
-                                 r"\bhardware\b|\bampere\b|\bada\b|\bhopper\b))(?=.*?(not supported|unsupported|only supported|"
-                                 r"\brequires?\b|\brequired\b|\bminimum\b|\bat least\b|>=|not available|does(n't| not) support))",
+                                 r"\bhardware\b|\bampere\b|\bada\b|\bhopper\b|%s))(?=.*?(not supported|unsupported|only supported|"
+                                 r"\brequires?\b|\brequired\b|\bminimum\b|\bat least\b|>=|not available|does(n't| not) support|"
+                                 r"no longer supports?))" % _GPU_NAMES,
               cause="fp8 kernels need compute capability 8.9 or newer (Ada, Hopper, Blackwell), and a torch/CUDA built for them",
               remedies=(COMPUTE_BF16,)),
     Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",

@@ -228,6 +228,13 @@ def test_parse_nvcc_version_on_the_real_nvcc():
         ("NVIDIA GeForce RTX 5090", (12, 0)),
         ("NVIDIA GB10", (12, 1)),
         ("Some Future GPU", None),
+        # as people name the GeForce cards in a log: by number, prefix and case as they come
+        ("a 3090", (8, 6)),
+        ("2080ti", (7, 5)),
+        ("RTX2080 Ti", (7, 5)),
+        ("4060 Ti 16GB", (8, 9)),
+        ("1920x1080", None),
+        ("port 3000", None),
     ],
 )
 def test_capability_from_name_follows_gpu_facts_table_2(name, cap):

@@ -534,6 +534,11 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top(">>> import torch\n非法指令 (核心已转储)\n") == "torch-install"
     assert top(">>> from pypylon import pylon\nIllegal instruction (core dumped)\n") != "torch-install"
     assert top("numpy 1.19.5\nIllegal instruction (core dumped)\n") != "torch-install"
+    # a GPU named by its model number beside an fp8 gate; fp8 asked of a cuBLAS without a GEMM for its recipe
+    assert code_of("Does it mean that 3090 no longer supports FP8?\n") == ("fp8", "no-fp8-hardware")
+    assert top("Does it mean that 3090 no longer supports this model?\n") != "fp8"
+    assert top("Unable to find suitable cuBLAS GEMM algorithm, when using MXFP8BlockScaling\n") == "fp8"
+    assert top("Unable to find suitable cuBLAS GEMM algorithm\n") != "fp8"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

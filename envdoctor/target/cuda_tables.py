@@ -101,25 +101,26 @@ EXACT_ONLY: Tuple[Capability, ...] = ((8, 7), (7, 2), (6, 2), (5, 3))
 CUFFT_FIRST_CUDA: Dict[Capability, Cuda] = {(8, 9): (11, 8), (9, 0): (11, 8)}
 
 # docs/facts.md §2 "GPU → compute capability" (developer.nvidia.com/cuda-gpus and the legacy
-# list). Only used when nvidia-smi cannot report compute_cap (drivers before ~510 reject
-# the field) and torch cannot see the GPU. Most specific patterns first.
+# list). Used when nvidia-smi cannot report compute_cap (drivers before ~510 reject
+# the field) and torch cannot see the GPU, and by `explain` for a GPU named in a log, where people
+# write the GeForce cards by their number alone ("a 3090", "2080ti"). Most specific patterns first.
 GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
     (r"\bK80\b", (3, 7)),
     (r"\bP100\b", (6, 0)),
     (r"\bP40\b|\bP4\b|\bGTX 10\d\d", (6, 1)),
     (r"\bV100\b|\bGV100\b|TITAN V\b", (7, 0)),
-    (r"\bT4\b|\bRTX 20\d\d|Quadro RTX", (7, 5)),
+    (r"\bT4\b|\bRTX ?20\d\d|\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b|Quadro RTX", (7, 5)),
     (r"\bA100\b|\bA30\b", (8, 0)),
     (r"\bA10G\b", (8, 6)),  # AWS variant of the A10: 8.6 inferred (§2)
-    (r"\bA10\b|\bA40\b|\bA16\b|\bA2\b|RTX A\d000|\bRTX 30\d\d", (8, 6)),
+    (r"\bA10\b|\bA40\b|\bA16\b|\bA2\b|RTX A\d000|\bRTX ?30\d\d|\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
     (r"\bOrin\b", (8, 7)),
-    (r"\bL40S?\b|\bL4\b|\bRTX 40\d\d|Ada Generation", (8, 9)),
+    (r"\bL40S?\b|\bL4\b|\bRTX ?40\d\d|\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b|Ada Generation", (8, 9)),
     (r"\bGH200\b|\bH100\b|\bH200\b", (9, 0)),
     (r"\bGB200\b|\bB200\b", (10, 0)),
     (r"\bGB300\b|\bB300\b", (10, 3)),
     (r"\bThor\b|Jetson T[45]000", (11, 0)),
     (r"\bGB10\b", (12, 1)),
-    (r"\bRTX 50\d\d|RTX PRO \d+ Blackwell", (12, 0)),
+    (r"\bRTX ?50\d\d|\b50[6-9]0( ?[Tt][Ii])?\b|RTX PRO \d+ Blackwell", (12, 0)),
 )
 
 # ---------------------------------------------------------------- §3 torch wheels
