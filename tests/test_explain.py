@@ -539,6 +539,9 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top("Does it mean that 3090 no longer supports this model?\n") != "fp8"
     assert top("Unable to find suitable cuBLAS GEMM algorithm, when using MXFP8BlockScaling\n") == "fp8"
     assert top("Unable to find suitable cuBLAS GEMM algorithm\n") != "fp8"
+    # nvcc refusing the GPU's architecture while an extension builds; not nvcc failing on the code
+    assert code_of("nvcc fatal   : Unsupported gpu architecture 'compute_86'\n") == ("cuda-compat", "no-kernel-image")
+    assert top("nvcc fatal   : Could not open output file '/tmp/tmpxft_0001.o'\n") != "cuda-compat"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

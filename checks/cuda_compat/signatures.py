@@ -114,6 +114,15 @@ SIGNATURES = (
               cause="a package's CUDA kernels do not cover this GPU's architecture (older or newer than those it builds for)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(EXTENSION_FOR_GPU, WHEEL_FOR_GPU)),
+    # nvcc refusing an architecture while an extension builds ("nvcc fatal : Unsupported gpu architecture 'compute_86'"
+    # under CUDA 11.0, which predates the RTX 30xx's sm_86; CUDA 11.1 added it): the toolkit is older than the GPU, or
+    # TORCH_CUDA_ARCH_LIST names an architecture the toolkit does not know
+    Signature("no-kernel-image", r"nvcc fatal\s*: Unsupported gpu architecture '?compute_\d+",
+              cause="the CUDA toolkit (nvcc) building the extension predates the GPU architecture it was asked for: this GPU's "
+                    "(a newer GPU than the toolkit) or one TORCH_CUDA_ARCH_LIST names",
+              remedies=(Remedy("Build with a CUDA toolkit that knows this GPU (sm_86: 11.1+, sm_89/sm_90: 11.8+, sm_120: 12.8+), "
+                               "the same major release as torch's CUDA; or set TORCH_CUDA_ARCH_LIST to architectures this "
+                               "toolkit has", id="toolkit-for-gpu"),)),
     # NVRTC (the runtime compiler torch's CUDA brings, used by TorchScript's fuser and JIT kernels) not knowing the GPU's
     # architecture: "nvrtc: error: invalid value for --gpu-architecture (-arch)" on an RTX 4090 under torch 1.10+cu113
     # (github.com/Improbable-AI/walk-these-ways/issues/72): torch's CUDA predates the GPU
