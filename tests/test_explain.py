@@ -542,6 +542,12 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     # nvcc refusing the GPU's architecture while an extension builds; not nvcc failing on the code
     assert code_of("nvcc fatal   : Unsupported gpu architecture 'compute_86'\n") == ("cuda-compat", "no-kernel-image")
     assert top("nvcc fatal   : Could not open output file '/tmp/tmpxft_0001.o'\n") != "cuda-compat"
+    # apex's setup.py refusing another CUDA than torch's; the BERT-era scripts' own words for a failed apex import
+    assert code_of("RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version "
+                   "used to compile Pytorch binaries.  Pytorch binaries were compiled with Cuda 11.3.\n") \
+        == ("apex", "apex-no-cuda-extensions")
+    assert code_of("ImportError: Please install apex from https://www.github.com/nvidia/apex to use distributed and fp16 "
+                   "training.\n") == ("apex", "apex-no-amp")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

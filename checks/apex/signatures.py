@@ -142,6 +142,23 @@ SIGNATURES = (
               cause="most likely apex is older than the installed torch: its amp imports container_abcs from torch._six, "
                     "which torch 1.8 removed (other code of that age did too: the traceback's path says whose)",
               remedies=(REBUILD, NO_AMP)),
+    # apex's own setup.py refusing to build its extensions with an nvcc of another CUDA than torch's
+    # (check_cuda_torch_binary_vs_bare_metal, github.com/NVIDIA/apex/blob/master/setup.py: "Cuda extensions are being
+    # compiled with a version of Cuda that does not match the version used to compile Pytorch binaries")
+    Signature("apex-no-cuda-extensions", r"Cuda extensions are being compiled with a version of Cuda that does not match the "
+                                         r"version used to compile Pytorch binaries",
+              cause="apex's build stops before its CUDA extensions: the CUDA toolkit (nvcc) building it is another release "
+                    "than the CUDA torch was built with",
+              remedies=(Remedy("Build apex with the CUDA toolkit of torch's own CUDA release (CUDA_HOME pointing at it, its "
+                               "nvcc first on PATH), or install the torch wheel built for the toolkit you have",
+                               id="apex-toolkit-matches-torch"), NO_AMP)),
+    # the scripts of the BERT era (pytorch-pretrained-BERT, transformers' and fairseq's examples) wrapping a failed
+    # `import apex` in their own words: the code needs NVIDIA apex, and the apex here is missing, the impostor or broken
+    Signature("apex-no-amp", r"Please install apex from https?://(www\.)?github\.com/nvidia/apex to use (distributed and )?fp16",
+              confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
+              cause="the script needs NVIDIA apex for fp16 or distributed training, and `import apex` failed here (not "
+                    "installed, the PyPI impostor, or a build without its extensions)",
+              remedies=(NO_AMP, REBUILD, UNINSTALL_IMPOSTOR)),
     # apex and torch of different ages either way: apex's own files calling a torch API this torch lacks (current apex's
     # `hasattr(torch.library, "custom_op")` under torch 1.6-1.10: "module 'torch' has no attribute 'library'"; an old
     # apex importing what newer torch moved)
