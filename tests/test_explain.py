@@ -548,6 +548,11 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
         == ("apex", "apex-no-cuda-extensions")
     assert code_of("ImportError: Please install apex from https://www.github.com/nvidia/apex to use distributed and fp16 "
                    "training.\n") == ("apex", "apex-no-amp")
+    # fp16's loss scaler giving up (DeepSpeed's and fairseq's words); not its ordinary skipped step
+    assert code_of("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.\n") \
+        == ("library-probes", "fp16-overflow")
+    assert top("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.\n") == "library-probes"
+    assert top("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n") != "library-probes"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -83,6 +83,16 @@ SIGNATURES = (
                        r"\* ?255\b[^\n]{0,40}\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),
+    # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
+    # runtime/fp16/loss_scaler.py "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.";
+    # fairseq's optim/dynamic_loss_scaler.py "Minimum loss scale reached (0.0001). Your loss is probably exploding"):
+    # the gradients do not fit fp16's range, a model trained in bf16 or a learning rate too high for fp16
+    Signature("fp16-overflow", r"Current loss scale already at minimum - cannot decrease scale anymore|"
+                               r"Minimum loss scale reached \([\d.e-]+\)",
+              cause="fp16 mixed precision overflowed at every loss scale: the gradients do not fit fp16's range (a model "
+                    "trained in bf16, or a learning rate too high for fp16)",
+              remedies=(BF16_NOT_FP16, Remedy("Or keep fp16 with a lower learning rate, gradient clipping and a warm-up",
+                                              id="fp16-lower-lr"))),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
     # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."
     Signature("fp16-overflow", r"A tensor with all NaNs was produced in (VAE|Unet)",
