@@ -458,7 +458,10 @@ SIGNATURES = (
     # (github.com/hiyouga/LlamaFactory/issues/2090)
     # (or MPSGraph's own assertion, when autocast's bf16 reaches a graph compiled for f32: "MPSGraphExecutable.mm:2565: failed
     # assertion `Incompatible element type ... expected element type f32 but received bf16'"; github.com/hvoss-tech/AutoForge/issues/35)
+    # (and the MPS backend refusing the dtype as a tensor moves to it: "Trying to convert BFloat16 to the MPS backend but
+    # it does not have support for that dtype", a model cast to bf16 moved to "mps" on macOS before 14)
     Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14|"
+                          r"Trying to convert BFloat16 to the MPS backend|"
                           r"MPS\w*\.mm:\d+: failed assertion\b.{0,300}?\b(bf16|bfloat16)\b",
               cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
               remedies=(Remedy(MPS_BF16, id="mps-fp16"),)),

@@ -553,6 +553,32 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
         == ("library-probes", "fp16-overflow")
     assert top("FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.\n") == "library-probes"
     assert top("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 32768.0\n") != "library-probes"
+    # dev-45: a torch C++ symbol missing however the paste wrote it, not where torch's own import fails; PyG's companions
+    # finding no library of theirs; MPS refusing a bf16 tensor; the driver too old for an API call, or said in lowercase;
+    # a kernel library without an fp8 kernel for the GPU; NaN that "occurs" in fp16; programs saying CUDA is not there;
+    # the CUDA runtime a library loads through ctypes
+    assert top("fails with undefined symbol (_ZN5torch3jit17parseSchemaOrNameERKSs)\n") == "extension-abi"
+    assert top("ImportError: %storch/lib/libtorch_cpu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationESs\n" % SITE) \
+        == "torch-install"
+    spline = ('  File "%s", line 11, in <module>\n    torch.ops.load_library(importlib.machinery.PathFinder().find_spec(\n'
+              "AttributeError: 'NoneType' object has no attribute 'origin'\n")
+    assert top(spline % (SITE + "torch_spline_conv/__init__.py")) == "extension-abi"
+    assert top(spline % "/home/me/train.py") != "extension-abi"
+    assert code_of("TypeError: Trying to convert BFloat16 to the MPS backend but it does not have support for that dtype.\n") \
+        == ("bf16-support", "bf16-mps")
+    assert code_of("RuntimeError: [TM][ERROR] CUDA runtime error: API call is not supported in the installed CUDA driver\n") \
+        == ("cuda-compat", "driver-too-old")
+    assert top('level=DEBUG msg="Unable to load cudart" error="your nvidia driver is too old or missing."\n') == "cuda-compat"
+    assert code_of("No feasible kernel found for the problem: sm75_f16_e4m3b128_f16\n") == ("fp8", "no-fp8-hardware")
+    assert top("No feasible kernel found for the problem: sm75_f16_f16\n") != "fp8"
+    assert top("when bfloat16 inference, everything is OK, but it occurs NAN when fp16.\n") == "library-probes"
+    for said in ("No supported Nvidia GPU found, use CPU instead",
+                 "UserWarning: The unoptimized RealESRGAN is slow on CPU. We do not use it."):
+        assert top(said + "\n") == "torch-install", said
+    dlopen = ('  File "/usr/lib/python3.10/ctypes/__init__.py", line 374, in __init__\n'
+              "    self._handle = _dlopen(self._name, mode)\nOSError: libcudart.so.12: cannot open shared object file: No such "
+              "file or directory\n")
+    assert top(dlopen) == "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

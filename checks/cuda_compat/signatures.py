@@ -41,7 +41,11 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         # refusal, "No GPU found. A GPU is needed for quantization", which is bitsandbytes')
                         r"No CUDA runtime is found, using CUDA_HOME|"
                         r"(?i:^\W*(have |has |use |using )?cuda( is)?( available)?\W{0,3}\s*[:=]\s*False\b|"
-                        r"\bno (nvidia |cuda )?gpus? (was |were )?(found|detected|available)\b(?!\.? ?A GPU is needed for quantization))")
+                        r"\bno (supported |compatible |usable )?(nvidia |cuda )?gpus? (was |were )?(found|detected|available)\b"
+                        r"(?!\.? ?A GPU is needed for quantization))|"
+                        # (GFPGAN's inference script, under `if not torch.cuda.is_available()`: "The unoptimized RealESRGAN
+                        # is slow on CPU. We do not use it.", github.com/TencentARC/GFPGAN inference_gfpgan.py)
+                        r"The unoptimized RealESRGAN is slow on CPU")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
@@ -171,7 +175,10 @@ SIGNATURES = (
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # (the same retold without its version, as an issue's title: "RuntimeError: NVIDIA driver too old";
     # github.com/MIC-DKFZ/nnUNet/issues/2160)
-    Signature("driver-too-old", r"\bNVIDIA driver (on your system )?(is )?too old\b(?! \(found version)",
+    Signature("driver-too-old", r"\b(?i:NVIDIA) driver (on your system )?(is )?too old\b(?! \(found version)|"
+                                # the runtime asking the driver for an API it does not have (cudaErrorCallRequiresNewerDriver:
+                                # lmdeploy's stream-ordered allocator under a CUDA 11.4 driver)
+                                r"API call is not supported in the installed CUDA driver|%s" % _runtime_error(36, "cudaErrorCallRequiresNewerDriver"),
               cause="the NVIDIA driver is older than the CUDA torch was built with",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # the NVIDIA container toolkit refusing an image whose CUDA is newer than the host's driver ("nvidia-container-cli:

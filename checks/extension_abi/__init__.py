@@ -106,6 +106,23 @@ SIGNATURES = (
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
+    # (the same with no frame or path in view: a symbol of torch's own C++ namespaces, torch::, c10::, at::, however the
+    # paste wrote it, "undefined symbol (_ZN5torch3jit17parseSchemaOrNameERKSs)", is what a build against another torch
+    # lacks; where torch's own library or import is the one failing, torch-install reads it)
+    Signature("import-fails", r"undefined symbol:? ?\(?_ZN?K?(5torch|3c10|2at)\d+\w+",
+              unless=(TORCH_OWN_LIBRARY, r"torch[/\\]+__init__\.py|^\s*(>>>\s*)?import torch\s*$"),
+              cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
+                    "than the installed torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # PyG's compiled companions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv) load their library with
+    # `torch.ops.load_library(importlib.machinery.PathFinder().find_spec(f"_{library}_{suffix}", ...).origin)`: no such
+    # module for this device (a CPU wheel's `_cuda` missing, a wheel for another torch) reads "'NoneType' object has no
+    # attribute 'origin'"
+    Signature("import-fails", r"'NoneType' object has no attribute 'origin'",
+              frames=(r"(site|dist)-packages/torch_(scatter|sparse|cluster|spline_conv)/__init__\.py",), frames_required=True,
+              cause="a PyG companion (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv) has no compiled library "
+                    "for this torch and device: a wheel for another torch or CUDA (or the CPU one)",
+              remedies=(REINSTALL_EXTENSION,)),
     # A package's own library under site-packages missing a symbol the paste cut off (an issue title ending at "undefined
     # symbol:"; github.com/traveller59/spconv/issues/579): which symbol is unknown, so only torch's own libraries are excluded
     # (or the module named alone by CPython's ABI tag: "ImportError causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so
@@ -216,9 +233,12 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # The same without frames, where the paste shows the import that failed and it is another package's ("from awq import
     # ...", "from core.nn import _C", "Could not import vllm"): torch brings its own CUDA runtime, so a frameless
-    # libcudart error after importing another package is that package's build
+    # libcudart error after importing another package is that package's build (or a library loaded through ctypes, as
+    # ctransformers and llama-cpp-python load theirs, torch's own import nowhere in view)
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: ?cannot open shared object file",
-              context=(_OTHER_IMPORT,), context_required=True, unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$",),
+              context=(_OTHER_IMPORT, r"[/\\]ctypes[/\\]__init__\.py"), context_required=True,
+              # (bitsandbytes' own library, loaded through ctypes too, is quantized-base's)
+              unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
     # WinError 127 in a private compiled module: it looked up a symbol the loaded torch no longer exports (built for

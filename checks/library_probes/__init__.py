@@ -42,7 +42,8 @@ PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|re
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              r"%(loss)s[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
-             r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got)\s+(only\s+|all\s+)?%(nan)s|"
+             r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got|occurs?|occurred|appears?|appeared|"
+             r"becomes?|became|goes|went|turns? (in)?to)\s+(only\s+|all\s+)?%(nan)s|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
