@@ -298,8 +298,9 @@ SIGNATURES = (
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
     # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing
     # fp16-support in pytorch"); not whisper's own warning, which already fell back ("FP16 is not supported on CPU; using
-    # FP32 instead")
-    Signature("fp16-missing", r"(?i)^(?=.*?\bcpu\b)(?=.*?\b(fp16|float16|half)\b)(?=.*?(\bmissing\b|\bnot supported\b|\bno support\b|"
+    # FP32 instead"); or CTranslate2's refusal retold ("Target device doesn't support float16 computation (Can't use GPU)")
+    Signature("fp16-missing", r"(?i)^(?=.*?(\bcpu\b|\btarget device\b|\bcan'?t use (the )?gpu\b))(?=.*?\b(fp16|float16|half)\b)"
+                              r"(?=.*?(\bmissing\b|\bnot supported\b|\bno support\b|"
                               r"\bunsupported\b|\bdo(es)?(n't| not) (support|work)\b|\bnot implemented\b))",
               unless=(r"(?i)using FP32 instead",),
               cause="half precision was asked of the CPU, where this torch lacks the kernels (torch before 2.1)",

@@ -579,6 +579,10 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
               "    self._handle = _dlopen(self._name, mode)\nOSError: libcudart.so.12: cannot open shared object file: No such "
               "file or directory\n")
     assert top(dlopen) == "extension-abi"
+    # a package saying its CUDA extension is not installed; half precision refused by a "target device" retold
+    assert code_of("WARNING - CUDA extension not installed.\n") == ("extension-abi", "extension-not-loaded")
+    assert top("Target device doesn't support float16 computation (Can't use GPU)\n") == "cpu-half-kernels"
+    assert top("Target device doesn't support this model\n") != "cpu-half-kernels"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

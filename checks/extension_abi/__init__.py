@@ -200,8 +200,10 @@ SIGNATURES = (
     # A package saying its own compiled part did not load, in its own words: "xFormers can't load C++/CUDA extensions"
     # (its warning cut before the versions it names), DGL's "Cannot load Graphbolt C++ library", "Couldn't load custom
     # C++ ops"; bitsandbytes' native library is quantized-base's
+    # (AutoGPTQ's "CUDA extension not installed." where its wheel's kernels do not load under this torch)
     Signature("extension-not-loaded", r"(?i:(cannot|can't|could not|couldn't|failed to|unable to) load (the )?((?!bitsandbytes)[\w-]+ )?"
-                              r"(C\+\+|CUDA|C\+\+/CUDA|native) (librar(y|ies)|extensions?|ops|kernels?))",
+                              r"(C\+\+|CUDA|C\+\+/CUDA|native) (librar(y|ies)|extensions?|ops|kernels?))|"
+                              r"(?i:\b(CUDA|C\+\+|C\+\+/CUDA) extensions? (is |are )?not installed\b)",
               cause="a package's compiled C++/CUDA part does not load: built for another torch, CUDA or Python",
               remedies=(REINSTALL_EXTENSION,)),
     # Python's own words for a package's compiled module that Windows cannot load ("Could not find module
