@@ -452,7 +452,10 @@ SIGNATURES = (
     Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b%s\.dll|'
                                   # (or the DLL named first, Windows' words after it: "fbgemm.dll - The specified module could
                                   # not be found")
-                                  r'\b%s\.dll\W{1,5}(?i:the specified (module|procedure) could not be found)' % (_TORCH_DLLS, _TORCH_DLLS),
+                                  r'\b%s\.dll\W{1,5}(?i:the specified (module|procedure) could not be found)|' % (_TORCH_DLLS, _TORCH_DLLS) +
+                                  # (or Python's own words after it, where a paste wrapped the path mid-word: "...\\to
+                                  # <newline> rch\\lib\\c10_cuda.dll" or one of its dependencies")
+                                  r'(^|[\\/])%s\.dll"? or one of its dependencies' % _TORCH_DLLS,
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),

@@ -583,6 +583,21 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("WARNING - CUDA extension not installed.\n") == ("extension-abi", "extension-not-loaded")
     assert top("Target device doesn't support float16 computation (Can't use GPU)\n") == "cpu-half-kernels"
     assert top("Target device doesn't support this model\n") != "cpu-half-kernels"
+    # dev-46: "no kernel image" capitalised, and torch 0.x's numbered "invalid device function"; the master port taken
+    # beside torch.distributed's words (not a web UI's port); MPS's own tensor type names; torch's DLL whose path a paste
+    # wrapped mid-word
+    assert top("CUDA error: No kernel image is available for execution on the device\n") == "cuda-compat"
+    assert code_of("RuntimeError: cuda runtime error (8) : invalid device function at c:/thc/generic/THCTensorMath.cu:301\n") \
+        == ("cuda-compat", "no-kernel-image")
+    assert code_of("RuntimeError: Address already in use at /pytorch/torch/lib/THD/process_group/General.cpp:17\n") \
+        == ("distributed", "port-in-use")
+    assert top("OSError: [Errno 98] Address already in use\nCannot start the gradio server on port 7860\n") != "distributed"
+    assert code_of("RuntimeError: Input type (MPSFloatType) and weight type (MPSHalfType) should be the same\n") \
+        == ("dtype-mismatch", "mixes-rejected")
+    wrapped = ('OSError: [WinError 126] The specified module was not found. Error loading "X:\\AI\\_xxl_data\\to\n'
+               'rch\\lib\\c10_cuda.dll" or one of its dependencies.\n')
+    assert top(wrapped) == "torch-install"
+    assert top('OSError: [WinError 126] Error loading "C:\\app\\mylib.dll" or one of its dependencies.\n') != "torch-install"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -76,14 +76,16 @@ SIGNATURES = (
     # consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
     # (rocm.docs.amd.com, the system requirements' GPU list); rocBLAS finding no kernels (Tensile library) for the card's
     # target ("Cannot read ...\rocblas\library\TensileLibrary.dat: No such file or directory for GPU arch : gfx1103")
+    # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function")
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
+                                 r"(cuda runtime error \(8\)|error=8) ?: ?invalid device function|"
                                  r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: No such file or directory for GPU arch",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
                                               "the card's gfx target", id="rocm-gfx-override"), EXTENSION_FOR_GPU)),
-    Signature("no-kernel-image", r"no kernel image is available\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
+    Signature("no-kernel-image", r"(?i:no kernel image is available)\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE, EXTENSION_FOR_GPU)),

@@ -77,6 +77,17 @@ SIGNATURES = (
                     "container), else a socket between the ranks; NCCL_DEBUG=INFO names the call",
               remedies=SHM_REMEDIES + (env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed",
                                                   "nccl-debug", {"NCCL_DEBUG": "INFO"}),)),
+    # The master's port taken (EADDRINUSE): a second job on the same machine, or a stale process of an earlier run, holds
+    # MASTER_PORT (torch's store: "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in
+    # use)"; THD's "Address already in use at .../THD/process_group/General.cpp"). Only beside torch.distributed's words: a
+    # web UI's own port in use is not the ranks'
+    Signature("port-in-use", r"(?i:\baddress already in use\b)|\berrno:? ?98\b|\bEADDRINUSE\b",
+              context=(r"(?i)MASTER_PORT|master_port|torch\.distributed|process_group|init_process_group|c10d|torchrun|"
+                       r"rendezvous|\bTHD\b|server socket|tcp://|:29500\b",), context_required=True,
+              cause="the job's master port is taken: another job on this machine (or a stale process of an earlier run) "
+                    "already listens on MASTER_PORT",
+              remedies=(Remedy("Give each job its own free port (`torchrun --master_port <free port>`, MASTER_PORT), and end the "
+                               "stale processes of earlier runs that hold it (`lsof -i :29500`)", id="free-master-port"),)),
     Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART,), across_ranks=True,
               cause="the ranks could not meet: a rank that never started or crashed first, a MASTER_ADDR/MASTER_PORT (or "
                     "rendezvous endpoint) the other nodes cannot reach, or a firewall between the nodes",

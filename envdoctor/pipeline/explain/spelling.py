@@ -20,6 +20,8 @@ from envdoctor.target.probekit.text import DTYPE_SCALAR_TYPE, SCALAR_TYPE_DTYPE
 _SCALAR = "|".join(sorted(SCALAR_TYPE_DTYPE, key=len, reverse=True))
 _CPP = re.compile(r"(?:struct |class )?(?:c10|at)::(%s)\b" % _SCALAR)
 _TENSOR_TYPE = re.compile(r"\btorch\.(?:cuda\.)?(%s)Tensor\b" % _SCALAR)
+# MPS names its tensor types after the device: "Input type (MPSFloatType) and weight type (MPSHalfType) should be the same"
+_MPS_TYPE = re.compile(r"\bMPS(%s)Type\b" % _SCALAR)
 # torch.<name> as Python prints a float dtype, and the aliases torch.half, torch.float, torch.double
 _TORCH_DTYPE = dict({name: scalar for name, scalar in DTYPE_SCALAR_TYPE.items() if name.startswith(("float", "bfloat"))},
                     half="Half", float="Float", double="Double")
@@ -52,6 +54,8 @@ def canonical(text: str) -> str:
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
+    if "MPS" in text:
+        text = _MPS_TYPE.sub(r"\1", text)
     text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
     return _C_NAME.sub(lambda m: (m.group(1) or m.group(2)).capitalize(), text)
 
