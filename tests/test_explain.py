@@ -598,6 +598,13 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
                'rch\\lib\\c10_cuda.dll" or one of its dependencies.\n')
     assert top(wrapped) == "torch-install"
     assert top('OSError: [WinError 126] Error loading "C:\\app\\mylib.dll" or one of its dependencies.\n') != "torch-install"
+    # bash's own "Killed" for a process the OOM killer ended (alone on its line, or in its job report); not the word in
+    # a sentence. transformers' quantizer finding the model's modules sent to the CPU or disk for lack of GPU memory
+    assert code_of("Epoch 1/10\nKilled\n") == ("device-memory", "out-of-memory")
+    assert top("./train.sh: line 5: 12345 Killed                  python train.py\n") == "device-memory"
+    assert top("the worker was killed by the user\n") != "device-memory"
+    assert top("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
+               "quantized model.\n") == "device-memory"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

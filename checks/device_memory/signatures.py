@@ -110,8 +110,9 @@ SIGNATURES = (
     # every rank, ZeRO's CPU offload (github.com/hiyouga/LlamaFactory: "exits with return code = -9" with 252 GB of RAM full)
     Signature("out-of-memory", r"exits with return code = -9\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received by PID|"
                                r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b|"
-                               # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)")
-                               r"terminated by signal SIGKILL\b",
+                               # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)", bash's "Killed"
+                               # alone on its line, or its job report "./train.sh: line 5: 1234 Killed  python train.py")
+                               r"terminated by signal SIGKILL\b|(?m:^\s*Killed\s*$)|: line \d+: +\d+ Killed\b",
               cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
                     "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
                     "'Out of memory: Killed process' when it was",
@@ -124,6 +125,15 @@ SIGNATURES = (
                     "too small in a container (Docker's 64 MB default) for this batch and worker count",
               remedies=SHM_REMEDIES[:1] + (Remedy("Or need less of it: fewer DataLoader workers, smaller batches, or "
                                                   "num_workers=0", id="shm-fewer-workers"),)),
+    # transformers' bitsandbytes quantizer refusing a device_map that left modules on the CPU or disk because the GPU could
+    # not hold them ("Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the
+    # quantized model."): the quantized model does not fit in the GPU's memory
+    Signature("out-of-memory", r"Some modules are dispatched on the CPU or the disk\. Make sure you have enough GPU RAM",
+              cause="the quantized model does not fit in the GPU's free memory: device_map placed some of its modules on the CPU "
+                    "or disk, where bitsandbytes cannot run them",
+              remedies=(Remedy("Free or add GPU memory (another process may hold it), use a smaller model or 4-bit instead of "
+                               "8-bit; or allow the CPU part explicitly (`llm_int8_enable_fp32_cpu_offload=True`), which runs "
+                               "slowly", id="fit-quantized-model"),) + EXPLAIN_REMEDIES[1:2]),
     # vLLM sizing its KV cache from the memory left after the weights (vllm/worker: "The model's max seq len (32768) is larger
     # than the maximum number of tokens that can be stored in KV cache (7344)")
     # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing
