@@ -302,6 +302,8 @@ REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch=
 SPLIT_CUDA_LIBRARY = r"libtorch_cuda_(cu|cpp)\.so[.\d]*: cannot open shared object file"
 # cuDNN 8's own words when a sub-library of it cannot be opened (libcudnn_ops_infer.so.8, cudnn_cnn_infer64_8.dll)
 CUDNN_OWN_LOADER = r"Could not (load library|locate) (lib)?cudnn_\w+"
+# onnxruntime's own execution providers loading the CUDA libraries they were built for
+ONNXRUNTIME_PROVIDER = r"onnxruntime_providers_(cuda|tensorrt)|TryGetProviderInfo_(CUDA|TensorRT)|onnxruntime-gpu"
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
                           "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
                           "+cuXXX build on a Mac", id="supported-python")
@@ -350,7 +352,10 @@ SIGNATURES = (
               # not where cuDNN's own loader names one of its sub-libraries ("Could not load library libcudnn_ops_infer.so.8.
               # Error: ...: cannot open shared object file"): cuDNN cannot start, whoever loaded it (torch or CTranslate2),
               # which is cublas's (that check probes cuDNN)
-              unless=(CUDNN_OWN_LOADER,),
+              # (nor onnxruntime's CUDA provider failing on the cuDNN it needs: "Failed to load library
+              # libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"; onnxruntime's
+              # install, as its threads settle it)
+              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER),
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)

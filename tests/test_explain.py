@@ -605,6 +605,17 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top("the worker was killed by the user\n") != "device-memory"
     assert top("ValueError: Some modules are dispatched on the CPU or the disk. Make sure you have enough GPU RAM to fit the "
                "quantized model.\n") == "device-memory"
+    # dev-47: a PTX or TensorRT older than the GPU; xformers' warning cut after its first words; onnxruntime's provider
+    # missing the cuDNN it was built for is not torch's library
+    assert code_of("ptxas /tmp/f, line 6; error   : PTX .version 7.4 does not support .target sm_89\n") \
+        == ("cuda-compat", "no-kernel-image")
+    assert top("[E] [TRT] ../rtSafe/cuda/caskUtils.cpp (80) - Assertion Error in trtSmToCask: 0 (Unsupported SM.)\n") \
+        == "cuda-compat"
+    assert top("[TRT] 1: [caskUtils.cpp::trtSmToCask::147] Error Code 1: Internal Error (Unsupported SM: 0x809)\n") \
+        == "cuda-compat"
+    assert code_of("WARNING[XFORMERS]: xFormers can't load\n") == ("extension-abi", "extension-not-loaded")
+    assert top("[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
+               "libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file\n") != "torch-install"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

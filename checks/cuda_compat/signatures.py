@@ -129,6 +129,16 @@ SIGNATURES = (
               remedies=(Remedy("Build with a CUDA toolkit that knows this GPU (sm_86: 11.1+, sm_89/sm_90: 11.8+, sm_120: 12.8+), "
                                "the same major release as torch's CUDA; or set TORCH_CUDA_ARCH_LIST to architectures this "
                                "toolkit has", id="toolkit-for-gpu"),)),
+    # A compiler or engine builder older than the GPU: ptxas given PTX of a version that predates the GPU's architecture
+    # (an old Triton on an RTX 4090: "PTX .version 7.4 does not support .target sm_89"), TensorRT without kernels for its SM
+    # ("[TRT] ... caskUtils.cpp ... trtSmToCask: 0 (Unsupported SM.)", "Error Code 1: Internal Error (Unsupported SM:
+    # 0x809)": TensorRT 8.2 on an sm_89 GPU, which 8.5 added; docs.nvidia.com/deeplearning/tensorrt support matrix)
+    Signature("no-kernel-image", r"PTX \.version [\d.]+ does not support \.target sm_\d+|"
+                                 r"trtSmToCask\b.{0,80}Unsupported SM|Internal Error \(Unsupported SM: 0x[0-9a-f]+\)",
+              cause="the compiler or engine builder (Triton's PTX, TensorRT) is older than this GPU's architecture",
+              remedies=(Remedy("Use a release of the compiler/engine that knows this GPU (TensorRT 8.5+ for sm_89, 10.8+ for "
+                               "sm_120; a Triton and torch built with a CUDA that has the architecture)", id="compiler-for-gpu"),
+                        WHEEL_FOR_GPU)),
     # NVRTC (the runtime compiler torch's CUDA brings, used by TorchScript's fuser and JIT kernels) not knowing the GPU's
     # architecture: "nvrtc: error: invalid value for --gpu-architecture (-arch)" on an RTX 4090 under torch 1.10+cu113
     # (github.com/Improbable-AI/walk-these-ways/issues/72): torch's CUDA predates the GPU

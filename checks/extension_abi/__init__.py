@@ -297,7 +297,9 @@ SIGNATURES = (
     Signature("import-fails", r"Could not load this library: \S*(torchvision|torchaudio|xformers)\S*",
               cause="a companion's C++ library does not load against the installed torch (wrong release or CUDA build)",
               remedies=(REINSTALL_EXTENSION,)),
-    Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for",
+    Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for|"
+                                      # (its warning's prefix, where a title kept only the first words)
+                                      r"WARNING\[XFORMERS\]: xFormers can't load",
               cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
     # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
