@@ -337,7 +337,7 @@ SIGNATURES = (
     # A kernel library naming the fp8 kernel it has none of for this GPU (lmdeploy's turbomind: "No feasible kernel found
     # for the problem: sm75_f16_e4m3b128_f16" on an RTX 2080 Ti; its fix refuses fp8 below sm_89 up front,
     # github.com/InternLM/lmdeploy/pull/4875)
-    Signature("no-fp8-hardware", r"(?i:no (feasible|suitable|matching|available) kernel)[^\n]{0,80}\bsm_?[1-8]\d\w*(e4m3|e5m2|fp8)",
+    Signature("no-fp8-hardware", r"(?i:no (feasible|suitable|matching|available) kernel[^\n]{0,80}\bsm_?[1-8]\d\w*(e4m3|e5m2|fp8))",
               cause="the library has no fp8 kernel for this GPU: fp8 matmuls need compute capability 8.9 or newer",
               remedies=(COMPUTE_BF16,)),
     # Transformer Engine's fp8 recipes on a GPU without cuBLAS kernels for them ("Unable to find suitable cuBLAS GEMM

@@ -57,7 +57,9 @@ def _runtime_error(code: int, name: str) -> str:
     """A CUDA runtime error told by its number or its enum name, as extensions and other runtimes print it ("Cuda error:
     209[cudaLaunchKernel(...)]", "CUDA error 35", "cudaErrorNoKernelImageForDevice"). The numbers are cudaError_t's
     (docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)."""
-    return r"(?i:\bcuda[ _]?error(?: code)?:? ?=? ?%d\b)|\b%s\b" % (code, name)
+    # (one case-blind branch per spelling, so that each holds "cuda error" whole: a needle as short as "error" would
+    # have the pattern compiled and tried on nearly every error a log has; envdoctor.pipeline.explain.needles)
+    return "|".join(r"(?i:\bcuda%serror(?: code)?:? ?=? ?%d\b)" % (gap, code) for gap in (" ", "_", "")) + r"|\b%s\b" % name
 
 
 # An extension's kernels without code for this GPU fail to launch with torch's own message: apex built for sm_80 alone and
@@ -85,7 +87,7 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
                                               "nearest supported target (RDNA2: 10.3.0, RDNA3: 11.0.0), or a torch built for "
                                               "the card's gfx target", id="rocm-gfx-override"), EXTENSION_FOR_GPU)),
-    Signature("no-kernel-image", r"(?i:no kernel image is available)\b|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
+    Signature("no-kernel-image", r"(?i:no kernel image is available\b)|%s" % _runtime_error(209, "cudaErrorNoKernelImageForDevice"),
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE, EXTENSION_FOR_GPU)),

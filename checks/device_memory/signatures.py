@@ -112,7 +112,7 @@ SIGNATURES = (
                                r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b|"
                                # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)", bash's "Killed"
                                # alone on its line, or its job report "./train.sh: line 5: 1234 Killed  python train.py")
-                               r"terminated by signal SIGKILL\b|(?m:^\s*Killed\s*$)|: line \d+: +\d+ Killed\b",
+                               r"terminated by signal SIGKILL\b|(^|\n)[ \t]*Killed[ \t]*(?=\n|$)|: line \d+: +\d+ Killed\b",
               cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
                     "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
                     "'Out of memory: Killed process' when it was",

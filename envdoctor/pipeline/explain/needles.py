@@ -63,33 +63,36 @@ def branches(pattern: str) -> Optional[Tuple[str, ...]]:
     return tuple(found + [current]) if depth == 0 else None
 
 
+# A pattern as the tokens `_required_literal` reads: an escape, a character class (a `]` may come first, after an optional
+# `^`), a counted quantifier, a parenthesis, a special character, or a run of plain characters. One regex pass instead of a
+# loop over characters: reading every signature's needles is most of what a short traceback costs otherwise.
+_TOKEN = re.compile(r"\\.?|\[\^?\]?(?:\\.|[^\]\\])*\]?|\{(?:\d+(?:,\d*)?|,\d+)\}|[()]|[.^$*+?{}|]|[^\\\[\](){}.^$*+?|]+|\]")
+
+
 def _required_literal(branch: str) -> str:
     """The longest literal a branch cannot match without: a run of plain characters outside any group or class (groups
     may be optional, their insides alternatives), cut before a character a quantifier makes optional or repeatable."""
-    best, run, depth, i = "", "", 0, 0
-    while i < len(branch):
-        char = branch[i]
-        piece = None
-        if char == "\\":
-            step = branch[i:i + 2]
-            piece = _LITERAL_ESCAPES.get(step) if depth == 0 else None
-            i += 2
-        elif char == "[":
-            i = _class_end(branch, i)
-        elif char == "{" and _COUNTED.match(branch, i):  # a counted quantifier's bounds are no text: `[^\n]{0,30}`
-            i = branch.index("}", i) + 1
-        elif char == "(":
-            depth, i = depth + 1, i + 1
-        elif char == ")":
-            depth, i = depth - 1, i + 1
-        elif char in _SPECIAL:
-            i += 1
+    best, run, depth = "", "", 0
+    tokens = _TOKEN.findall(branch)
+    for k, token in enumerate(tokens):
+        after = tokens[k + 1] if k + 1 < len(tokens) else ""
+        quantified = after[:1] in _QUANTIFIERS
+        first = token[0]
+        if first == "\\":
+            piece = _LITERAL_ESCAPES.get(token) if depth == 0 else None
+        elif first in "([)":
+            depth += (first == "(") - (first == ")")
+            piece = None
+        elif token in _SPECIAL or (first == "{" and len(token) > 1):  # a special character, a counted quantifier's bounds
+            piece = None
         else:
-            piece, i = (char if depth == 0 else None), i + 1
-        if piece is not None and not (i < len(branch) and branch[i] in _QUANTIFIERS):
+            piece = token if depth == 0 else None
+        if piece is None:
+            best, run = max(best, run, key=len), ""
+        elif quantified:  # the quantifier makes the last character optional or repeatable: the run ends before it
+            best, run = max(best, run + piece[:-1], key=len), ""
+        else:
             run += piece
-            continue
-        best, run = max(best, run, key=len), ""
     return max(best, run, key=len)
 
 

@@ -115,7 +115,9 @@ def clean_lines(text: str) -> List[str]:
         text = _TRACEBACK_MIDLINE.sub("\n", text)
     lines = text.split("\n")
     if "\r" in text:
-        lines = [_last_redraw(line) if "\r" in line else line for line in lines]
+        # what a redrawn line (progress bars) last showed: the text after its last carriage return, a CRLF's own left out
+        lines = [line.rstrip("\r") for line in lines]
+        lines = [line[line.rfind("\r") + 1:] for line in lines]
     return lines
 
 
@@ -134,11 +136,6 @@ def _json_unescaped(lines: List[str]) -> List[str]:
                 pass
         out.append(line)
     return out
-
-
-def _last_redraw(line: str) -> str:
-    line = line.rstrip("\r")  # a CRLF line end
-    return line[line.rfind("\r") + 1:]
 
 
 def split_prefix(text: str) -> Tuple[str, str]:
