@@ -492,3 +492,38 @@ def test_the_distributed_check_on_this_machine_reads_its_interfaces_and_shm_and_
     [result] = json.loads(wrong.stdout)["checks"]
     [finding] = result["findings"]
     assert finding["code"] == "socket-ifname" and finding["title"].startswith("NCCL_SOCKET_IFNAME=envdoctor-nowhere0 names no interface")
+
+
+def test_the_master_port_taken_is_a_finding_here_and_confirms_explains_reading_of_address_already_in_use(tmp_path: Path) -> None:
+    import socket
+
+    from envdoctor.checks.distributed.rules import port_findings
+
+    # a real listener holds the port, as a stale run's store would
+    with socket.socket() as holder:
+        holder.bind(("", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        env = {"MASTER_PORT": str(port)}
+        proc = run_envdoctor("check", "--json", "--no-config", "--only", "distributed", env=env)
+        [result] = json.loads(proc.stdout)["checks"]
+        assert result["facts"]["master_port"] == {"checked": True, "port": port, "from_env": True, "taken": True,
+                                                  "error": "OSError: [Errno 98] Address already in use"}
+        [finding] = result["findings"]
+        assert finding["code"] == "port-in-use" and finding["severity"] == "warning"
+        assert finding["title"] == "MASTER_PORT=%d is already in use on this machine: a job whose master runs here cannot start " \
+                                   "its store" % port
+        log = tmp_path / "job.log"
+        log.write_text("RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+                       "failed to bind to [::]:%d (errno: 98 - Address already in use).\n" % port, encoding="utf-8")
+        explained = run_envdoctor("explain", "--json", str(log), env=env)
+        [first] = json.loads(explained.stdout)["diagnoses"]  # the rendezvous reading gives way to the port's
+        assert (first["check"], first["code"], first["confirmed"]) == ("distributed", "port-in-use", True)
+    # the port free again: free, and no finding; inside a launched job its own store holds it, so it is not looked at
+    free = run_envdoctor("check", "--json", "--no-config", "--only", "distributed", env=env)
+    assert json.loads(free.stdout)["checks"][0]["facts"]["master_port"]["taken"] is False
+    launched = run_envdoctor("check", "--json", "--no-config", "--only", "distributed", env=dict(env, LOCAL_RANK="0"))
+    assert json.loads(launched.stdout)["checks"][0]["facts"]["master_port"]["checked"] is False
+    # torchrun's default port taken, with no MASTER_PORT: a note, since no job may be meant to run here
+    [note] = port_findings({"checked": True, "port": 29500, "from_env": False, "taken": True, "error": "OSError: [Errno 98]"})
+    assert note.severity.value == "info" and note.title.startswith("torchrun's default master port 29500 is already in use")

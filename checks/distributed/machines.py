@@ -47,6 +47,10 @@ def where(summaries: Sequence[Dict[str, Any]]) -> str:
 ONE_GPU_PER_RANK = Remedy("Give each rank its own GPU: --nproc-per-node no more than the GPUs visible, and "
                           "torch.cuda.set_device(local_rank) before init_process_group", kind="manual", id="one-gpu-per-rank")
 
+FREE_MASTER_PORT = Remedy("Give each job its own free port (`torchrun --master_port <free port>`, MASTER_PORT), and end the "
+                          "stale processes of earlier runs that hold it (`lsof -i :<port>`, `ss -ltnp`)", kind="manual",
+                          id="free-master-port")
+
 # NCCL's shared-memory transport needs room in /dev/shm; containers default to 64 MiB.
 MIN_SHM_BYTES = 512 * 2**20
 

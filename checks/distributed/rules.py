@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.target.model import Finding, Target
+from envdoctor.target.model import Finding, Severity, Target
 
-from .machines import machine_findings
+from .machines import FREE_MASTER_PORT, machine_findings
+from .probe import ID
 
 
 def as_summary(facts: Dict[str, Any]) -> Dict[str, Any]:
@@ -20,7 +21,19 @@ def as_summary(facts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def diagnose(facts: Dict[str, Any], env: Target) -> List[Finding]:
-    return machine_findings([as_summary(facts)])
+    return machine_findings([as_summary(facts)]) + port_findings(facts.get("master_port") or {})
+
+
+def port_findings(port: Dict[str, Any]) -> List[Finding]:
+    """The job's master port taken on this machine: a job whose master runs here fails to start its store ("Address
+    already in use"). A warning where MASTER_PORT names it; torchrun's default port taken is only a note, since no job
+    may be meant to run here."""
+    if not port.get("taken"):
+        return []
+    named = "MASTER_PORT=%d" % port["port"] if port.get("from_env") else "torchrun's default master port %d" % port["port"]
+    return [Finding(ID, "port-in-use", Severity.WARNING if port.get("from_env") else Severity.INFO,
+                    "%s is already in use on this machine: a job whose master runs here cannot start its store" % named,
+                    (port.get("error") or "",), (FREE_MASTER_PORT,), {"port": port["port"]})]
 
 
 def summarize(facts: Dict[str, Any]) -> str:

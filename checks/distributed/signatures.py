@@ -8,7 +8,7 @@ from __future__ import annotations
 from envdoctor.target.model import Remedy, Signature
 from envdoctor.target.remedies.actions import env_remedy
 
-from .machines import ONE_GPU_PER_RANK
+from .machines import FREE_MASTER_PORT, ONE_GPU_PER_RANK
 
 CONFIRM_ACROSS_RANKS = Remedy("Run envdoctor on every rank with the job's own launcher: `torchrun --nnodes N --nproc-per-node G ... "
                               "-m envdoctor check --distributed` (or `srun python -m envdoctor check --distributed`): it names the "
@@ -84,11 +84,12 @@ SIGNATURES = (
     Signature("port-in-use", r"(?i:\baddress already in use\b)|\berrno:? ?98\b|\bEADDRINUSE\b",
               context=(r"(?i)MASTER_PORT|master_port|torch\.distributed|process_group|init_process_group|c10d|torchrun|"
                        r"rendezvous|\bTHD\b|server socket|tcp://|:29500\b",), context_required=True,
+              confirmed_by=("distributed:port-in-use",),
               cause="the job's master port is taken: another job on this machine (or a stale process of an earlier run) "
                     "already listens on MASTER_PORT",
-              remedies=(Remedy("Give each job its own free port (`torchrun --master_port <free port>`, MASTER_PORT), and end the "
-                               "stale processes of earlier runs that hold it (`lsof -i :29500`)", id="free-master-port"),)),
-    Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART,), across_ranks=True,
+              remedies=(FREE_MASTER_PORT,)),
+    # (not where the store could not bind its port: that is the port taken, read above)
+    Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART, r"errno:? ?98\b|(?i:address already in use)"), across_ranks=True,
               cause="the ranks could not meet: a rank that never started or crashed first, a MASTER_ADDR/MASTER_PORT (or "
                     "rendezvous endpoint) the other nodes cannot reach, or a firewall between the nodes",
               remedies=(CONFIRM_ACROSS_RANKS,
