@@ -616,6 +616,8 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("WARNING[XFORMERS]: xFormers can't load\n") == ("extension-abi", "extension-not-loaded")
     assert top("[E:onnxruntime:Default, provider_bridge_ort.cc:1480 TryGetProviderInfo_CUDA] Failed to load library "
                "libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file\n") != "torch-install"
+    assert top("Error Code 9: API Usage Error (Target GPU SM 120 is not supported by this TensorRT release.)\n") == "cuda-compat"
+    assert top("'sm_120' is not a recognized processor for this target (ignoring processor)\n") == "cuda-compat"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
