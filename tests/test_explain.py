@@ -618,6 +618,7 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
                "libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file\n") != "torch-install"
     assert top("Error Code 9: API Usage Error (Target GPU SM 120 is not supported by this TensorRT release.)\n") == "cuda-compat"
     assert top("'sm_120' is not a recognized processor for this target (ignoring processor)\n") == "cuda-compat"
+    assert top("ImportError: DLL load failed while importing awq_inference_engine\n") == "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

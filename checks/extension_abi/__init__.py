@@ -43,8 +43,9 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
                      r"detectron2|pytorch3d|torchvision|torchaudio|xformers|flash_attn|bitsandbytes|transformer_engine|"
                      r"deepspeed|vllm)/",)
 
-# How packages name their compiled modules by convention: exllamav2_ext, fused_*_cuda, *_kernels, torch_directml_native
-COMPILED_SUFFIX = r"(_ext|_cuda|_kernels?|_native)"
+# How packages name their compiled modules by convention: exllamav2_ext, fused_*_cuda, *_kernels, torch_directml_native,
+# awq_inference_engine
+COMPILED_SUFFIX = r"(_ext|_cuda|_kernels?|_native|_engine)"
 
 # CPython's own compiled modules, shipped as .pyd files in a Windows install's DLLs folder
 # (https://docs.python.org/3/using/windows.html): their DLL failures are the Python install's, never an extension's
