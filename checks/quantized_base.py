@@ -235,6 +235,12 @@ SIGNATURES = (
     Signature("quantized-fails", r"has no attribute '?quant_storage\b",
               cause="the installed bitsandbytes is older than 0.43, which added the 4-bit quant_storage this code uses",
               remedies=(BITSANDBYTES_UPGRADE,)),
+    # A bitsandbytes older than the code that uses it: a class or function later releases added ("module 'bitsandbytes.nn'
+    # has no attribute 'Linear4bit'": 4-bit arrived in 0.39.0, github.com/bitsandbytes-foundation/bitsandbytes releases)
+    Signature("quantized-fails", r"module '?bitsandbytes(\.\w+)*'? has no attribute '?\w+",
+              cause="the installed bitsandbytes is older than the code using it: the class or function it asks for came in a "
+                    "later release (4-bit Linear4bit in 0.39)",
+              remedies=(BITSANDBYTES_UPGRADE,)),
     # transformers' lazy import of its bitsandbytes integration failing, whatever bitsandbytes raised inside it ("Failed
     # to import transformers.integrations.bitsandbytes because of the following error ... No module named 'triton.ops'":
     # bitsandbytes before 0.45 under triton 3.2, which removed triton.ops; github.com/ai-dock/comfyui/issues/132)

@@ -619,6 +619,15 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top("Error Code 9: API Usage Error (Target GPU SM 120 is not supported by this TensorRT release.)\n") == "cuda-compat"
     assert top("'sm_120' is not a recognized processor for this target (ignoring processor)\n") == "cuda-compat"
     assert top("ImportError: DLL load failed while importing awq_inference_engine\n") == "extension-abi"
+    # from the tools' own sources: flash-attn's kernels for A100/H100 alone; a bitsandbytes older than the code; rank 0 gone
+    # while another rank asks it for NCCL's id through the store
+    assert top("RuntimeError: FlashAttention backward for head dim 256 with dropout requires A100/A800 or H100/H800\n") \
+        == "cuda-compat"
+    assert top("RuntimeError: Expected is_sm80 || is_sm90 to be true, but got false.\n") == "cuda-compat"
+    assert code_of("AttributeError: module 'bitsandbytes.nn' has no attribute 'Linear4bit'\n") == ("quantized-base", "quantized-fails")
+    assert top("AttributeError: module 'torch.nn' has no attribute 'Linear4bit'\n") != "quantized-base"
+    assert code_of("RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
+                   "store by key '0', but store->get('0') got error: Connection reset by peer\n") == ("distributed", "ranks-missing")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

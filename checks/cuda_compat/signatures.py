@@ -179,8 +179,13 @@ SIGNATURES = (
               context_required=True,
               cause="Triton's ptxas cannot compile for this Blackwell GPU: the torch (and its Triton) predate its architecture",
               remedies=(WHEEL_FOR_GPU,)),
-    # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."
-    Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer",
+    # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."; some of its kernels
+    # (the backward pass of large head dims) for A100/H100 alone: "FlashAttention backward for head dim 256 with dropout
+    # requires A100/A800 or H100/H800", its own check "Expected is_sm80 || is_sm90 to be true, but got false"
+    # (csrc/flash_attn/flash_api.cpp, github.com/Dao-AILab/flash-attention)
+    Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer|"
+                                 r"FlashAttention backward for head dim \d+[^\n]{0,40} requires A100|"
+                                 r"Expected is_sm8x \|\| is_sm90 to be true|Expected is_sm80 \|\| is_sm90 to be true",
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",
               remedies=(Remedy("Use the model's SDPA or eager attention on this GPU (transformers `attn_implementation=\"sdpa\"`), "
                                "or an Ampere or newer GPU", id="attention-sdpa"),)),

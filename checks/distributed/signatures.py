@@ -27,7 +27,11 @@ DATALOADER_SHM = (r"workers are out of shared memory|insufficient shared memory 
 
 # The c10d store and torchrun's rendezvous: a rank that never arrives, an address no rank can reach.
 RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connect to|RendezvousConnectionError|RendezvousTimeoutError|"
-              r"Timed out initializing process group in store based barrier|The server socket has failed to listen on any local network")
+              r"Timed out initializing process group in store based barrier|The server socket has failed to listen on any local network|"
+              # (a rank asking rank 0 for NCCL's id through the store, and rank 0 gone: "[1] is setting up NCCL communicator and
+              # retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection
+              # reset by peer", torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp)
+              r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store")
 # torchrun restarting its worker group after a crash: a barrier timeout that follows is that crash's echo.
 AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 
