@@ -628,6 +628,14 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top("AttributeError: module 'torch.nn' has no attribute 'Linear4bit'\n") != "quantized-base"
     assert code_of("RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value "
                    "store by key '0', but store->get('0') got error: Connection reset by peer\n") == ("distributed", "ranks-missing")
+    # CUDA failing to start although a driver is there, in torch's words; nvidia-smi unable to reach the kernel driver
+    for said in ("UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu.",
+                 "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env "
+                 "variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.",
+                 "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable"):
+        assert code_of(said + "\n") == ("cuda-compat", "cuda-init-failed"), said
+    assert code_of("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+                   "NVIDIA driver is installed and running.\n") == ("cuda-compat", "no-cuda-device")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -225,6 +225,25 @@ SIGNATURES = (
     Signature("no-cuda-device", r"Found no NVIDIA driver on your system",
               cause="no NVIDIA driver (libcuda) is installed or loaded",
               remedies=(VISIBLE_GPU,)),
+    # nvidia-smi unable to reach the kernel driver: its module is not loaded (a kernel updated without its DKMS build, a
+    # driver installed but not yet loaded)
+    Signature("no-cuda-device", r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver",
+              cause="the NVIDIA kernel driver is not loaded: a kernel updated without its module, or a driver not installed",
+              remedies=(Remedy("Reinstall the NVIDIA driver for the running kernel (its DKMS module) and reboot; `nvidia-smi` "
+                               "must list the GPU", id="driver-module"),)),
+    # CUDA failing to start although a driver is there, in torch's words: cuInit failing ("CUDA driver initialization
+    # failed, you might not have a CUDA gpu"), cudaErrorUnknown at start-up ("CUDA unknown error - this may be due to an
+    # incorrectly set up environment", the nvidia_uvm module lost after a suspend, or a container's device files), or the
+    # GPU held in exclusive-process mode by another process ("CUDA-capable device(s) is/are busy or unavailable")
+    Signature("cuda-init-failed", r"CUDA driver initialization failed, you might not have a CUDA gpu|"
+                                  r"CUDA unknown error - this may be due to an incorrectly set up environment|"
+                                  r"CUDA-capable device\(s\) is/are busy or unavailable",
+              cause="CUDA cannot start on this machine although its driver is there: the driver's kernel modules (nvidia_uvm) "
+                    "lost after a suspend or update, a container without the GPU's device files, or a GPU another process "
+                    "holds in exclusive mode",
+              remedies=(Remedy("Run `nvidia-smi`; reload the driver's modules (`sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm`) "
+                               "or reboot; in a container, start it with the GPUs (--gpus all); set the GPU's compute mode to "
+                               "default (`nvidia-smi -c 0`)", id="restart-cuda"),)),
     Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
               cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
               remedies=(VISIBLE_GPU,)),
