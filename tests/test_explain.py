@@ -636,6 +636,13 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
         assert code_of(said + "\n") == ("cuda-compat", "cuda-init-failed"), said
     assert code_of("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
                    "NVIDIA driver is installed and running.\n") == ("cuda-compat", "no-cuda-device")
+    # pip's resolver on a package pinning another torch exactly; not a range another package asks for. xformers without
+    # its compiled extensions
+    assert code_of("xformers 0.0.23 requires torch==2.1.1, but you have torch 2.2.0 which is incompatible.\n") \
+        == ("extension-abi", "version-mismatch")
+    assert top("transformers 4.40.0 requires tokenizers<0.20, but you have tokenizers 0.21.0 which is incompatible.\n") != "extension-abi"
+    assert code_of("WARNING[XFORMERS]: Need to compile C++ extensions to use all xFormers features.\n") \
+        == ("extension-abi", "extension-not-loaded")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -299,8 +299,11 @@ SIGNATURES = (
               cause="a companion's C++ library does not load against the installed torch (wrong release or CUDA build)",
               remedies=(REINSTALL_EXTENSION,)),
     Signature("extension-not-loaded", r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for|"
-                                      # (its warning's prefix, where a title kept only the first words)
-                                      r"WARNING\[XFORMERS\]: xFormers can't load",
+                                      # (its warning's prefix, where a title kept only the first words; and an xformers
+                                      # installed from source without building its extensions: "Need to compile C++
+                                      # extensions to use all xFormers features")
+                                      r"WARNING\[XFORMERS\]: xFormers can't load|"
+                                      r"WARNING\[XFORMERS\]: Need to compile C\+\+ extensions to use all xFormers features",
               cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
     # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
@@ -324,6 +327,14 @@ SIGNATURES = (
               cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
               remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
                                "wheel built for the toolkit you have", id="toolkit-matches-torch"),)),
+    # pip's resolver saying a package that pins one torch release exactly (the compiled companions do: xformers,
+    # torchvision, torchaudio, vllm) now sits beside another: "xformers 0.0.23 requires torch==2.1.1, but you have torch
+    # 2.2.0 which is incompatible"; the probe's pairing names the companion's release for the installed torch
+    Signature("version-mismatch", r"\b[\w.-]+ [\w.+]+ requires torch==[\w.+]+, but you have torch [\w.+]+ which is incompatible",
+              confirmed_by=("extension-abi:version-mismatch",),
+              cause="a package built for one torch release (an exact pin) sits beside another torch: pip installed a torch "
+                    "other than the one its compiled parts were built against",
+              remedies=(REINSTALL_EXTENSION,)),
     # torchvision's and torchaudio's own start-up check (their extension.py _check_cuda_version)
     Signature("cuda-variant-mismatch", r"Detected that PyTorch and (torchvision|TorchAudio|torchaudio) were compiled with different CUDA "
                                        r"(major )?versions",
