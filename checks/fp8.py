@@ -428,7 +428,9 @@ SIGNATURES = (
                                  r"no longer supports?))" % _GPU_NAMES,
               cause="fp8 kernels need compute capability 8.9 or newer (Ada, Hopper, Blackwell), and a torch/CUDA built for them",
               remedies=(COMPUTE_BF16,)),
-    Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'", cause="this torch predates float8 dtypes (2.1)",
+    # (and kohya's sd-scripts saying it before it loads the base: "fp8_base requires torch>=2.1.0", train_network.py)
+    Signature("no-float8", r"module 'torch' has no attribute 'float8_\w+'|fp8_base requires torch>=2\.1",
+              cause="this torch predates float8 dtypes (2.1)",
               remedies=(Remedy("fp8 weights need torch 2.1 or later; or load the weights in bf16/fp16", id="torch-upgrade"),)),
 )
 

@@ -643,6 +643,10 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert top("transformers 4.40.0 requires tokenizers<0.20, but you have tokenizers 0.21.0 which is incompatible.\n") != "extension-abi"
     assert code_of("WARNING[XFORMERS]: Need to compile C++ extensions to use all xFormers features.\n") \
         == ("extension-abi", "extension-not-loaded")
+    # kohya's sd-scripts' own fp8_base assertions (train_network.py): mixed precision off; a torch before float8
+    assert code_of("AssertionError: fp8_base requires mixed precision='fp16' or 'bf16' / fp8を使う場合はmixed_precision='fp16'"
+                   "または'bf16'が必要です。\n") == ("dora-fp8", "dora-float8-base")
+    assert code_of("AssertionError: fp8_base requires torch>=2.1.0 / fp8を使う場合はtorch>=2.1.0が必要です。\n") == ("fp8", "no-float8")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -86,6 +86,13 @@ SIGNATURES = (
     # A logger that names the LoRA it was patching on the error's own line (ComfyUI: `ERROR lora <key> "addmm_cuda" not
     # implemented for 'Float8_e4m3fn'`).
     Signature("dora-float8-base", r"^(?=.*?\b(lora|LoRA|LORA)\b).*?(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    # kohya's sd-scripts training a LoRA on an fp8 base without mixed precision (train_network.py: "fp8_base requires mixed
+    # precision='fp16' or 'bf16'"): the adapter's math runs in the base's float8 unless autocast lifts it
+    Signature("dora-float8-base", r"fp8_base requires mixed precision='fp16' or 'bf16'",
+              cause="the LoRA trains on a float8 base without mixed precision: sd-scripts needs autocast (fp16 or bf16) to "
+                    "compute the adapter over the fp8 weights",
+              remedies=(Remedy("Set mixed_precision to bf16 (or fp16) with fp8_base, or drop fp8_base and load the base in bf16",
+                               id="fp8-base-mixed-precision"),)),
     # A LoRA loaded into a base that optimum-quanto quantized (qfloat8, qint8): quanto's modules read their packed
     # weight as `<name>._data` / `._scale` from the state dict, which an adapter's keys do not have
     # (github.com/huggingface/diffusers/issues/9514: LoRA into a quanto-quantized Flux "is not yet supported"; 9270)
