@@ -366,7 +366,7 @@ SIGNATURES = (
     # (a wheel built for AVX on a CPU without it, github.com/pytorch/pytorch/issues/43551; torch 2.0's aarch64 wheel on a
     # Graviton 1 or a Raspberry Pi's older ARM cores). numpy's OpenBLAS dies the same way on some ARM boards (numpy 1.19.5,
     # github.com/numpy/numpy/issues/18131), and any other package's import can: those in view rule it out
-    Signature("torch-import-failed", r"(?i:^\W*Illegal instruction\b)|(?i:\n\W*Illegal instruction\b)|^\W*非法指令|\n\W*非法指令|"
+    Signature("torch-import-failed", r"^\W*[Ii]llegal [Ii]nstruction\b|\n\W*[Ii]llegal [Ii]nstruction\b|^\W*非法指令|\n\W*非法指令|"
                                                   r"<Signals\.SIGILL: 4>|\bSIGILL\b",
               unless=(r"(?i)numpy|openblas|onnxruntime|tensorflow|^\s*(>>>\s*)?from (?!torch\b)\w+|"
                       r"^\s*(>>>\s*)?import (?!torch\b)\w+",),
