@@ -647,6 +647,9 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("AssertionError: fp8_base requires mixed precision='fp16' or 'bf16' / fp8を使う場合はmixed_precision='fp16'"
                    "または'bf16'が必要です。\n") == ("dora-fp8", "dora-float8-base")
     assert code_of("AssertionError: fp8_base requires torch>=2.1.0 / fp8を使う場合はtorch>=2.1.0が必要です。\n") == ("fp8", "no-float8")
+    # the driver's PTX JIT failing where a binary has no code for the GPU
+    for said in ("RuntimeError: CUDA error: a PTX JIT compilation failed", "RuntimeError: CUDA error: PTX JIT compiler library not found"):
+        assert code_of(said + "\n") == ("cuda-compat", "no-kernel-image"), said
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -91,6 +91,17 @@ SIGNATURES = (
               cause="the GPU's compute capability has no cubin (and no usable PTX) in torch or an extension",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE, EXTENSION_FOR_GPU)),
+    # the driver's PTX JIT, the fallback when a binary has no cubin for the GPU (cudaErrorInvalidPtx, 218: "a PTX JIT
+    # compilation failed"; cudaErrorJitCompilerNotFound, 221: "PTX JIT compiler library not found", a container or driver
+    # install without libnvidia-ptxjitcompiler; docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html)
+    Signature("no-kernel-image", r"a PTX JIT compilation failed|PTX JIT compiler library not found|"
+                                 r"%s|%s" % (_runtime_error(218, "cudaErrorInvalidPtx"), _runtime_error(221, "cudaErrorJitCompilerNotFound")),
+              cause="the binary has no code compiled for this GPU, and the driver cannot compile its PTX instead: PTX newer than "
+                    "the driver, or a driver install without its PTX JIT library (a container's driver capabilities)",
+              confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
+              remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE,
+                        Remedy("In a container, give it the driver's compute libraries (NVIDIA_DRIVER_CAPABILITIES=compute,utility)",
+                               id="container-compute-capability"))),
     Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
               frames=(r"torch/cuda/__init__\.py",),
               cause="torch was not built for this GPU's architecture",
