@@ -650,6 +650,13 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     # the driver's PTX JIT failing where a binary has no code for the GPU
     for said in ("RuntimeError: CUDA error: a PTX JIT compilation failed", "RuntimeError: CUDA error: PTX JIT compiler library not found"):
         assert code_of(said + "\n") == ("cuda-compat", "no-kernel-image"), said
+    # apex.amp's own check against a model halved before amp.initialize; apex's fused Functions called with another signature
+    assert code_of("RuntimeError: Found param module.weight with type torch.cuda.HalfTensor, expected torch.cuda.FloatTensor.\n"
+                   "When using amp.initialize, you do not need to call .half() on your model\nbefore passing it, no matter what "
+                   "optimization level you choose.\n") == ("apex", "apex-amp-misuse")
+    assert code_of("TypeError: FusedLayerNormAffineFunction.forward() missing 1 required positional argument: "
+                   "'memory_efficient'\n") == ("apex", "apex-stale")
+    assert top("TypeError: MyFunction.forward() missing 1 required positional argument: 'x'\n") != "apex"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

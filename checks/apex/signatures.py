@@ -159,6 +159,23 @@ SIGNATURES = (
               cause="the script needs NVIDIA apex for fp16 or distributed training, and `import apex` failed here (not "
                     "installed, the PyPI impostor, or a build without its extensions)",
               remedies=(NO_AMP, REBUILD, UNINSTALL_IMPOSTOR)),
+    # apex.amp's own check that the model's parameters are fp32 when amp.initialize receives them (apex/amp/_initialize.py:
+    # "Found param ... with type torch.cuda.HalfTensor, expected torch.cuda.FloatTensor. When using amp.initialize, you do
+    # not need to call .half() on your model before passing it"): the code halved the model itself
+    Signature("apex-amp-misuse", r"When using amp\.initialize, you do not need to call \.half\(\) on your model", in_code=True,
+              cause="the code casts the model to fp16 itself before apex's amp.initialize, which wants fp32 parameters and "
+                    "does the casting for the chosen opt_level",
+              remedies=(Remedy("Drop the `.half()` before `amp.initialize(model, optimizer, opt_level=...)`; or move to torch's own "
+                               "autocast and GradScaler", id="amp-no-half"), NO_AMP)),
+    # apex's fused-norm autograd Functions called with another signature than the installed apex has (its
+    # FusedLayerNormAffineFunction gained `memory_efficient`: "forward() missing 1 required positional argument:
+    # 'memory_efficient'"): the calling code (transformers, Megatron) and apex are of different ages
+    Signature("apex-stale", r"Fused\w*Function\.(forward|apply)\(\) (missing \d+ required positional arguments?|"
+                            r"takes \d+ positional arguments? but \d+ (were|was) given)",
+              cause="apex and the code calling its fused kernels are of different ages: the Function's arguments changed "
+                    "between apex releases",
+              remedies=(Remedy("Build the apex release of the calling code's time (or update that code), or uninstall apex: "
+                               "transformers falls back to its own layer norms", id="apex-matching-caller"), REBUILD)),
     # apex and torch of different ages either way: apex's own files calling a torch API this torch lacks (current apex's
     # `hasattr(torch.library, "custom_op")` under torch 1.6-1.10: "module 'torch' has no attribute 'library'"; an old
     # apex importing what newer torch moved)
