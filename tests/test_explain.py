@@ -657,6 +657,10 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("TypeError: FusedLayerNormAffineFunction.forward() missing 1 required positional argument: "
                    "'memory_efficient'\n") == ("apex", "apex-stale")
     assert top("TypeError: MyFunction.forward() missing 1 required positional argument: 'x'\n") != "apex"
+    # a CUDA call inside NCCL failing on a rank
+    assert code_of("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
+                   "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n") \
+        == ("distributed", "collective-fails")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -35,6 +35,9 @@ RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connec
 # torchrun restarting its worker group after a crash: a barrier timeout that follows is that crash's echo.
 AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 
+# NCCL's own account of what failed (its WARN lines name the call)
+NCCL_DEBUG_ONCE = env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed", "nccl-debug", {"NCCL_DEBUG": "INFO"})
+
 # A hang in NCCL's transport goes away with peer-to-peer copies off: the test that tells it from a rank that stalled
 P2P_OFF_CONFIRMS = env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
                               {"NCCL_P2P_DISABLE": "1"})
@@ -79,8 +82,7 @@ SIGNATURES = (
               unless=(SHM,),  # the log names the shared memory: shm-small's, above
               cause="a system call inside NCCL failed: most often its shared memory (/dev/shm too small or not writable in a "
                     "container), else a socket between the ranks; NCCL_DEBUG=INFO names the call",
-              remedies=SHM_REMEDIES + (env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed",
-                                                  "nccl-debug", {"NCCL_DEBUG": "INFO"}),)),
+              remedies=SHM_REMEDIES + (NCCL_DEBUG_ONCE,)),
     # The master's port taken (EADDRINUSE): a second job on the same machine, or a stale process of an earlier run, holds
     # MASTER_PORT (torch's store: "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in
     # use)"; THD's "Address already in use at .../THD/process_group/General.cpp"). Only beside torch.distributed's words: a
@@ -150,6 +152,13 @@ SIGNATURES = (
                     "a VM without P2P)",
               remedies=(env_remedy("Turn peer-to-peer off: NCCL_P2P_DISABLE=1 on every rank (copies go through host memory)",
                                    "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}), CONFIRM_ACROSS_RANKS)),
+    # A CUDA call inside NCCL failing ("NCCL error in: ..., unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+    # ncclUnhandledCudaError): on one rank, a GPU that ran out of memory or hit an error before, or a transport its driver
+    # refuses (NVLink SHARP, peer-to-peer); NCCL_DEBUG=INFO names the CUDA call
+    Signature("collective-fails", r"NCCL error[^\n]*\bunhandled cuda error|\bncclUnhandledCudaError\b", across_ranks=True,
+              cause="a CUDA call inside NCCL failed on a rank: that GPU out of memory or failing already, or a transport its "
+                    "driver refuses (peer-to-peer, NVLink SHARP); NCCL_DEBUG=INFO names the call",
+              remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
     # The watchdog's timeout alone is most often the script's own (a rank that skipped a collective, a data loader that
     # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies
     Signature("collective-fails", r"Watchdog caught collective operation timeout", across_ranks=True,
