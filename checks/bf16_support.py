@@ -393,6 +393,11 @@ BF16_REMEDIES = (
 _BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
 
 SIGNATURES = (
+    # torch's own answer told in words: "torch.cuda.is_bf16_supported() returned False" (-> False, is False)
+    Signature("bf16-unsupported", r"(?i:\bis_bf16_supported\(\)`?\s*(is |returns? |returned |returning |gives? |still |always "
+                                  r"|->\s*|=\s*|:\s*)*`?False\b)",
+              cause="torch reports no native bf16 on this GPU (compute capability below 8.0, or a build or driver without it)",
+              remedies=BF16_REMEDIES),
     # vLLM: vllm/worker/worker.py `_check_if_gpu_supports_dtype` (github.com/vllm-project/vllm), e.g.
     # "Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has
     # compute capability 7.5." (github.com/vllm-project/vllm/issues/1157, /issues/946)

@@ -661,6 +661,9 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:317, "
                    "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n") \
         == ("distributed", "collective-fails")
+    # torch's own bf16 answer told in words
+    assert code_of("torch.cuda.is_bf16_supported() returned False\n") == ("bf16-support", "bf16-unsupported")
+    assert top("torch.cuda.is_bf16_supported() returned True\n") != "bf16-support"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
