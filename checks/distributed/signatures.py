@@ -38,6 +38,9 @@ AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 # NCCL's own account of what failed (its WARN lines name the call)
 NCCL_DEBUG_ONCE = env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names the call that failed", "nccl-debug", {"NCCL_DEBUG": "INFO"})
 
+# A port some process already listens on (EADDRINUSE, errno 98 on Linux), in the words torch's store and THD print it
+ADDRESS_IN_USE = r"(?i:\baddress already in use\b)|\berrno:? ?98\b|\bEADDRINUSE\b"
+
 # A hang in NCCL's transport goes away with peer-to-peer copies off: the test that tells it from a rank that stalled
 P2P_OFF_CONFIRMS = env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
                               {"NCCL_P2P_DISABLE": "1"})
@@ -87,7 +90,7 @@ SIGNATURES = (
     # MASTER_PORT (torch's store: "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in
     # use)"; THD's "Address already in use at .../THD/process_group/General.cpp"). Only beside torch.distributed's words: a
     # web UI's own port in use is not the ranks'
-    Signature("port-in-use", r"(?i:\baddress already in use\b)|\berrno:? ?98\b|\bEADDRINUSE\b",
+    Signature("port-in-use", ADDRESS_IN_USE,
               context=(r"(?i)MASTER_PORT|master_port|torch\.distributed|process_group|init_process_group|c10d|torchrun|"
                        r"rendezvous|\bTHD\b|server socket|tcp://|:29500\b",), context_required=True,
               confirmed_by=("distributed:port-in-use",),
@@ -95,7 +98,7 @@ SIGNATURES = (
                     "already listens on MASTER_PORT",
               remedies=(FREE_MASTER_PORT,)),
     # (not where the store could not bind its port: that is the port taken, read above)
-    Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART, r"errno:? ?98\b|(?i:address already in use)"), across_ranks=True,
+    Signature("ranks-missing", RENDEZVOUS, unless=(AFTER_RESTART, ADDRESS_IN_USE), across_ranks=True,
               cause="the ranks could not meet: a rank that never started or crashed first, a MASTER_ADDR/MASTER_PORT (or "
                     "rendezvous endpoint) the other nodes cannot reach, or a firewall between the nodes",
               remedies=(CONFIRM_ACROSS_RANKS,

@@ -19,7 +19,6 @@ _MIN = 3  # a literal shorter than this rules out too little to be worth the loo
 _SPECIAL = set(".^$*+?{}[]|()\\")
 _QUANTIFIERS = set("*+?{")
 _GLOBAL_FLAGS = re.compile(r"^\(\?([aiLmsux]+)\)")
-_COUNTED = re.compile(r"\{(\d+(,\d*)?|,\d+)\}")  # {m}, {m,}, {m,n}, {,n}: a quantifier; any other brace is text
 # escapes that stand for one literal character
 _LITERAL_ESCAPES = {"\\" + c: c for c in ".^$*+?{}[]|()\\/-'\"`:,=<>#&!~%@ _"}
 
@@ -64,8 +63,9 @@ def branches(pattern: str) -> Optional[Tuple[str, ...]]:
 
 
 # A pattern as the tokens `_required_literal` reads: an escape, a character class (a `]` may come first, after an optional
-# `^`), a counted quantifier, a parenthesis, a special character, or a run of plain characters. One regex pass instead of a
-# loop over characters: reading every signature's needles is most of what a short traceback costs otherwise.
+# `^`), a counted quantifier ({m}, {m,}, {m,n}, {,n}; any other brace is text), a parenthesis, a special character, or a
+# run of plain characters. One regex pass instead of a loop over characters: reading every signature's needles is most of
+# what a short traceback costs otherwise.
 _TOKEN = re.compile(r"\\.?|\[\^?\]?(?:\\.|[^\]\\])*\]?|\{(?:\d+(?:,\d*)?|,\d+)\}|[()]|[.^$*+?{}|]|[^\\\[\](){}.^$*+?|]+|\]")
 
 
