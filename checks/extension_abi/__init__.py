@@ -304,7 +304,8 @@ SIGNATURES = (
                                       # extensions to use all xFormers features")
                                       r"WARNING\[XFORMERS\]: xFormers can't load|"
                                       r"WARNING\[XFORMERS\]: Need to compile C\+\+ extensions to use all xFormers features",
-              cause="xformers was built for another torch, CUDA or Python: its memory-efficient attention kernels are unavailable",
+              cause="xformers' compiled kernels do not load: built for another torch, CUDA or Python (or never built, from a "
+                    "source install): its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
     # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
     # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
