@@ -53,6 +53,15 @@ PAIRS = [
     ("envdoctor fix", ENVDOCTOR + ["fix", "--no-config"], "envdoctor check", ENVDOCTOR + ["check", "--no-config"], 1.1),
 ]
 
+# On a GPU machine a user's script starts CUDA too: `check` there beside `import torch` alone and beside torch's first
+# CUDA op (the context, which every GPU run pays before its first kernel), both as measured, neither held to a test.
+CUDA_START = "import torch; torch.ones(1, device='cuda').add_(1); torch.cuda.synchronize()"
+GPU_PAIRS = [
+    ("envdoctor check (GPU)", ENVDOCTOR + ["check", "--no-config"], "python -c 'import torch'", [PY, "-c", "import torch"], 1.2),
+    ("envdoctor check (GPU)", ENVDOCTOR + ["check", "--no-config"], "python -c 'import torch; <first CUDA op>'",
+     [PY, "-c", CUDA_START], 1.2),
+]
+
 # seed 004's autotrain config: on torch 2.0.1 its fp16 fails on the CPU, so `fix` has a plan to make
 SEED_004 = "task: dreambooth\nbase_model: stabilityai/stable-diffusion-xl-base-1.0\nproject_name: p\nbackend: local\nparams:\n  mixed_precision: fp16\n"
 
@@ -189,6 +198,8 @@ def measure_all(folder: Path) -> int:
     parser.add_argument("--libs-python", help="an interpreter with transformers, diffusers and peft: adds the library-probe pairs")
     parser.add_argument("--old-torch-python", help="an interpreter with torch 2.0.1: adds `fix` with a plan against `check`, "
                                                    "and `check` of it against its own `import torch`")
+    parser.add_argument("--gpu", action="store_true", help="on a machine with an NVIDIA GPU: `check` against `import torch` "
+                                                               "and against torch's first CUDA op")
     parser.add_argument("--only", help="measure only the pairs whose command contains this text (e.g. explain)")
     args = parser.parse_args()
 
@@ -198,6 +209,8 @@ def measure_all(folder: Path) -> int:
         config = folder / "train.yaml"
         config.write_text(SEED_004, encoding="utf-8")
         pairs += seed_pairs(args.old_torch_python, config)
+    if args.gpu:
+        pairs += GPU_PAIRS
     if args.only:
         pairs = [p for p in pairs if args.only in p[0]]
     for name_a, argv_a, name_b, argv_b, goal in pairs:

@@ -492,3 +492,16 @@ def test_on_a_real_gpu_the_driver_sources_agree_with_torch(live: Dict[str, Any])
         assert "%d.%d" % tuple(dev["capability"]) in smi_caps
     codes_found = [f["code"] for f in check_of(live, "cuda-compat")["findings"]]
     assert "driver-too-old" not in codes_found and "no-kernel-image" not in codes_found
+
+
+def test_the_fft_micro_op_runs_for_real_against_the_cpu_reference() -> None:
+    """The op cuda-compat runs on each selected GPU (recorded on the H200 in h200-torch-2.11.0-cu130-fft.json), run
+    here on the CPU with this machine's torch: the same code, a real rfft compared with the CPU's."""
+    import torch
+    from envdoctor.checks.cuda_compat.probe import FFT_N, _fft
+
+    fact = _fft(torch, "cpu")
+    assert (fact["op"], fact["device"], fact["dtype"], fact["ok"], fact["shape"]) == ("fft", "cpu", "float32", True, [FFT_N])
+    assert fact["max_rel_err"] == 0.0 and fact["out_dtype"] == "float32"
+    # without a selected GPU nothing runs: this machine's report has no fft fact
+    assert all("fft" not in device for device in (REAL["checks"][0]["facts"]["torch"] or {}).get("devices") or ())

@@ -6,6 +6,7 @@ NCCL's collectives under `check --distributed` on a GPU."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List
 
 import pytest
@@ -14,13 +15,15 @@ from conftest import FIXTURES, env_of, load_fixture, rejudged
 from envdoctor.pipeline.check.registry import load_checks
 from envdoctor.pipeline.distributed.cluster import cluster_result
 from envdoctor.pipeline.distributed.gather import Gathered
+from envdoctor.pipeline.explain.confirm import apply_verdicts
 from envdoctor.pipeline.explain.match import match
 from envdoctor.pipeline.explain.reader import read_text
 
 CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
              "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json", "h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json",
-             "h200-bnb-cuda-version-132.json", "h200-bnb-cuda-version-126.json", "h200-bnb-cuda-version-139.json"]
+             "h200-bnb-cuda-version-132.json", "h200-bnb-cuda-version-126.json", "h200-bnb-cuda-version-139.json",
+             "h200-torch-2.11.0-cu130-fft.json"]
 HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
@@ -66,6 +69,70 @@ def test_a_hopper_under_a_torch_built_with_cuda_11_7_has_no_cufft_and_the_traceb
         assert "cufft-too-old-for-gpu" not in codes(CHECKS["cuda-compat"].judge(newer, env))
     (first, *_) = match(read_text("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n"), list(CHECKS.values())).diagnoses
     assert (first.check, first.code) == ("cuda-compat", "cufft-too-old-for-gpu")
+
+
+CUFFT_EXPLAINED = FIXTURES / "measurements" / "h200-cufft-explained"
+CUFFT_LOGS = ("cuda-compat--melotts-cufft-internal-error-rtx4090", "cuda-compat--melotts-cufft-internal-error-l40s-cu117")
+
+
+def test_cufft_runs_on_the_h200_so_a_cu117_log_of_cufft_internal_error_is_not_reproduced_there() -> None:
+    """cuda-compat runs a float32 rfft on each selected GPU: on the H200 (torch 2.11.0+cu130) it ran and matched the
+    CPU's; the corpus's two CUFFT_INTERNAL_ERROR logs (torch cu117 on an RTX 4090 and an L40S), explained there live,
+    were read as cufft-too-old-for-gpu and not reproduced. Judged again from the recorded facts, today's verdict names
+    the FFT that ran."""
+    facts = checks_of("h200-torch-2.11.0-cu130-fft.json")["cuda-compat"]["facts"]
+    [device] = facts["torch"]["devices"]
+    fft = device["fft"]
+    assert (fft["op"], fft["device"], fft["dtype"], fft["ok"], fft["shape"]) == ("fft", "cuda:0", "float32", True, [256])
+    assert fft["max_rel_err"] < 1e-5
+    report = rejudged(load_fixture("h200-torch-2.11.0-cu130-fft.json"))
+    assert "cufft" not in " ".join(f.code for r in report.checks for f in r.findings)
+    for name in CUFFT_LOGS:
+        live = json.loads((CUFFT_EXPLAINED / ("%s.explain.json" % name)).read_text(encoding="utf-8"))["diagnoses"][0]
+        assert (live["check"], live["code"], live["confirmed"]) == ("cuda-compat", "cufft-too-old-for-gpu", False)
+        text = (FIXTURES.parent / "data" / "tracebacks" / ("%s.txt" % name)).read_text(encoding="utf-8")
+        matching = match(read_text(text), list(CHECKS.values()))
+        diagnoses = list(matching.diagnoses)
+        apply_verdicts(diagnoses, report, matching.supporting)
+        first = diagnoses[0]
+        assert (first.check, first.code, first.confirmed) == ("cuda-compat", "cufft-too-old-for-gpu", False)
+        assert "runs fft float32 on cuda:0" in first.confirmation, first.confirmation
+
+
+def test_a_failing_fft_on_a_gpu_is_an_error_that_confirms_the_log_and_one_that_runs_overrules_the_table() -> None:
+    """The recorded H200 facts with torch's build set back to CUDA 11.7 (pytorch#88038): where the FFT failed as it
+    fails there, an error with the live message, and the log's reading confirmed with the same message; where it ran
+    (a newer nvidia-cufft beside the old torch), no finding, whatever the table says; a failure the table does not
+    explain is cuFFT's own."""
+    report = load_fixture("h200-torch-2.11.0-cu130-fft.json")
+    env = env_of(report)
+    facts = checks_of("h200-torch-2.11.0-cu130-fft.json")["cuda-compat"]["facts"]
+    failed = dict(facts["torch"]["devices"][0]["fft"], ok=False, max_rel_err=None, error="cuFFT error: CUFFT_INTERNAL_ERROR",
+                  error_type="RuntimeError")
+
+    def with_fft(cuda: str, fft: Dict[str, Any]) -> Dict[str, Any]:
+        device = dict(facts["torch"]["devices"][0], fft=fft)
+        return dict(facts, torch=dict(facts["torch"], version="1.13.1+cu117" if cuda == "11.7" else facts["torch"]["version"],
+                                      cuda=cuda, devices=[device]))
+
+    (finding,) = [f for f in CHECKS["cuda-compat"].judge(with_fft("11.7", failed), env) if f.code.startswith("cufft")]
+    assert (finding.code, finding.severity.value) == ("cufft-too-old-for-gpu", "error")
+    assert "fails here" in finding.title and finding.evidence[0] == (
+        "cuda:0: torch.fft.rfft float32 (256 points) fails: cuFFT error: CUFFT_INTERNAL_ERROR")
+    ran = facts["torch"]["devices"][0]["fft"]
+    assert not [f for f in CHECKS["cuda-compat"].judge(with_fft("11.7", ran), env) if f.code.startswith("cufft")]
+    (own,) = [f for f in CHECKS["cuda-compat"].judge(with_fft("13.0", failed), env) if f.code.startswith("cufft")]
+    assert own.code == "cufft-failed" and own.remedies[0].id == "torch-wheel-for-gpu"
+    # the log read beside those facts: confirmed with the same message
+    recorded = json.loads(json.dumps(report))
+    for check in recorded["checks"]:
+        if check["id"] == "cuda-compat":
+            check["facts"] = with_fft("11.7", failed)
+    matching = match(read_text("RuntimeError: cuFFT error: CUFFT_INTERNAL_ERROR\n"), list(CHECKS.values()))
+    diagnoses = list(matching.diagnoses)
+    apply_verdicts(diagnoses, rejudged(recorded), matching.supporting)
+    assert (diagnoses[0].code, diagnoses[0].confirmed) == ("cufft-too-old-for-gpu", True)
+    assert "fft float32 on cuda:0 fails with the same message" in diagnoses[0].confirmation
 
 
 def test_cuda_compat_reads_the_driver_three_ways_and_they_agree() -> None:

@@ -14,8 +14,8 @@ from envdoctor.target import cuda_tables as ct
 from envdoctor.target.model import ProbeContext
 from envdoctor.target.probekit.commands import nvidia_smi_program, run_command
 from envdoctor.target.probekit.distributions import installed_version
-from envdoctor.target.probekit.gpus import identity
-from envdoctor.target.probekit.ops import attempt
+from envdoctor.target.probekit.gpus import cuda_devices, identity
+from envdoctor.target.probekit.ops import attempt, randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import error_text, exception_text, warning_texts
 
@@ -24,6 +24,7 @@ SMI_FIELDS = ("index", "name", "driver_version", "compute_cap", "memory.total")
 SMI_FALLBACK_FIELDS = ("index", "name", "driver_version", "memory.total")  # drivers without compute_cap
 PROC_VERSION = "/proc/driver/nvidia/version"
 _MAX_TEXT = 2000
+FFT_N = 256  # a power of two: the plan every cuFFT has, so a failure is the library's, not the size's
 
 
 def _nvidia_smi() -> Dict[str, Any]:
@@ -134,7 +135,22 @@ def _nvcc() -> Dict[str, Any]:
     return facts
 
 
-def _torch_facts(torch: Any) -> Dict[str, Any]:
+def _fft(torch: Any, device: str) -> Dict[str, Any]:
+    """One float32 rfft on the device against the CPU's: the cuFFT this torch brings, run for real. The tables say
+    when it has no kernels for a GPU (CUFFT_FIRST_CUDA); the op says whether it runs here (conda's or a newer
+    nvidia-cufft than torch's own pin can make it work, a damaged one can make it fail)."""
+    x = randn(torch, seeded_generator(torch, 60), FFT_N)
+
+    def fn() -> Any:
+        return torch.view_as_real(torch.fft.rfft(x.to(device)))
+
+    def ref() -> Any:
+        return torch.view_as_real(torch.fft.rfft(x))
+
+    return run_op(torch, "fft", device, "float32", fn, ref, shape=[FFT_N])
+
+
+def _torch_facts(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
     version = getattr(torch, "version", None)
     C: Any = getattr(torch, "_C", None)
     t: Dict[str, Any] = {
@@ -189,6 +205,11 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
             if error:
                 dev["error"] = error
         t["devices"].append(dev)
+    # Only on the selected GPUs, where the cublas check makes a context anyway: the FFT then costs the cuFFT load alone
+    selected = set(cuda_devices(torch, ctx)) if t["is_available"] else set()
+    for dev in t["devices"]:
+        if dev.get("id") in selected and not dev.get("error"):
+            dev["fft"] = _fft(torch, dev["id"])
     return t
 
 
@@ -205,5 +226,5 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         "torch": None,
     }
     if torch is not None:
-        facts["torch"] = _torch_facts(torch)
+        facts["torch"] = _torch_facts(torch, ctx)
     return facts

@@ -281,25 +281,45 @@ def _arch_findings(view: _View, arch: Any) -> List[Finding]:
 
 
 def _cufft_findings(view: _View, build: ct.Cuda) -> List[Finding]:
-    """A GPU whose cuFFT kernels came after this torch's CUDA (Ada and Hopper before 11.8): every FFT fails there."""
+    """cuFFT on each GPU: the live FFT decides where it ran (one that ran is no finding, whatever the table says; one
+    that failed is an error, explained by the table where a GPU's cuFFT kernels came after this torch's CUDA, Ada and
+    Hopper before 11.8); without it, the table alone warns."""
     t = view.torch or {}
+    ffts = {d.get("id"): d["fft"] for d in t.get("devices") or () if isinstance(d.get("fft"), dict)}
     findings: List[Finding] = []
     for gpu in view.judged_gpus():
         need = ct.CUFFT_FIRST_CUDA.get(gpu.cap) if gpu.cap else None
-        if need is None or build >= need:
+        too_old = need is not None and build < need
+        fft = ffts.get(gpu.id)
+        if (fft and fft.get("ok")) or (not fft and not too_old):
             continue
+        subject = {"device": gpu.id, "name": gpu.name, "capability": ct.capability_text(gpu.cap), "package": "torch",
+                   "version": t.get("version")}
+        live = ("%s: torch.fft.rfft float32 (%d points) fails: %s" % (gpu.id, (fft.get("shape") or [0])[0], fft.get("error"))
+                if fft else None)
         choice = view.wheel(prefer=t.get("version"))
+        if not too_old:  # cuFFT fails although this CUDA has kernels for the GPU: the library itself
+            findings.append(Finding(
+                ID, "cufft-failed", Severity.ERROR,
+                "%s: cuFFT fails (torch %s, CUDA %s): every FFT (torch.fft, torch.stft, audio features) will"
+                % (gpu.label(), t.get("version"), t.get("cuda")),
+                (str(live),),
+                (_wheel_remedy(view, choice, "Reinstall torch with the CUDA libraries it was built for", "torch-wheel-for-gpu"),),
+                subject,
+            ))
+            continue
+        assert need is not None
         findings.append(Finding(
-            ID, "cufft-too-old-for-gpu", Severity.WARNING,
+            ID, "cufft-too-old-for-gpu", Severity.ERROR if fft else Severity.WARNING,
             "%s needs cuFFT from CUDA %d.%d or later, and torch %s is built with CUDA %s: every FFT (torch.fft, torch.stft, "
-            "audio features) fails with \"cuFFT error: CUFFT_INTERNAL_ERROR\"" % (gpu.label(), need[0], need[1],
-                                                                               t.get("version"), t.get("cuda")),
-            ("%s; torch %s, CUDA %s" % (gpu.label(), t.get("version"), t.get("cuda")),
-             "cuFFT has no kernels for compute capability %s before CUDA %d.%d and does not run older ones forward "
-             "(github.com/pytorch/pytorch/issues/88038)" % (ct.capability_text(gpu.cap), need[0], need[1])),
+            "audio features) %s with \"cuFFT error: CUFFT_INTERNAL_ERROR\"" % (
+                gpu.label(), need[0], need[1], t.get("version"), t.get("cuda"), "fails here" if fft else "fails"),
+            tuple(x for x in (
+                live, "%s; torch %s, CUDA %s" % (gpu.label(), t.get("version"), t.get("cuda")),
+                "cuFFT has no kernels for compute capability %s before CUDA %d.%d and does not run older ones forward "
+                "(github.com/pytorch/pytorch/issues/88038)" % (ct.capability_text(gpu.cap), need[0], need[1])) if x),
             (_wheel_remedy(view, choice, "Install a torch wheel built with CUDA %d.%d or later" % need, "torch-wheel-for-gpu"),),
-            {"device": gpu.id, "name": gpu.name, "capability": ct.capability_text(gpu.cap), "package": "torch",
-             "version": t.get("version")},
+            subject,
         ))
     return findings
 

@@ -58,6 +58,11 @@ def _dtypes_of(fact: Dict[str, Any]) -> List[str]:
     return [str(n) for n in names if n]
 
 
+# Ops whose failure is the library's whatever the dtype (cuFFT without kernels for the GPU fails every transform):
+# the same op on the same device is as close as a log without a dtype can come
+_ANY_DTYPE_OPS = frozenset({"fft"})
+
+
 def _related(fact: Dict[str, Any], diagnosis: Diagnosis) -> int:
     """How closely a probe's op is the log's: 2 same op and dtypes, 1 same op, 0 other."""
     inv = diagnosis.involved
@@ -65,6 +70,8 @@ def _related(fact: Dict[str, Any], diagnosis: Diagnosis) -> int:
         return 0
     if inv.device and fact.get("device") and not str(fact["device"]).startswith(inv.device):
         return 0
+    if not inv.dtypes and inv.op in _ANY_DTYPE_OPS:
+        return 2
     return 2 if set(inv.dtypes) <= set(_dtypes_of(fact)) and inv.dtypes else 1
 
 

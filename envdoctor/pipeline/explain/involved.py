@@ -33,13 +33,14 @@ _MESSAGE_OPS = (
     (re.compile(r"mixed dtype \(CPU\)"), "layer_norm"),
     (re.compile(r"Promotion for Float8"), "add"),
     (re.compile(r"cublas\w*Gemm\w*|cublasSgemm|cublasLt"), "matmul"),
+    (re.compile(r"\bCUFFT_[A-Z_]+|\bcuFFT error"), "fft"),
 )
 _KERNEL = re.compile(r"(?<!\w)\"?(\w{1,80})\"? not implemented for '")  # bounded: linear on a long word
 _TORCH_FRAME = re.compile(r"(?:^|/)torch/")
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[\w.-]+)/(?P<rest>.*)$")
 _MODEL = re.compile(r"^models/(\w+)/")
 # (ROCm's torch names its AMD GPUs `cuda` too; HIP is its CUDA)
-_CUDA_WORDS = re.compile(r"cuda|CUDA|CUBLAS|cuBLAS|cublas|CUDNN|cuDNN|cudnn|NCCL|GPU|\bHIP\b|\bhip[A-Z]\w+|ROCm")
+_CUDA_WORDS = re.compile(r"cuda|CUDA|CUBLAS|cuBLAS|cublas|CUDNN|cuDNN|cudnn|CUFFT|cuFFT|NCCL|GPU|\bHIP\b|\bhip[A-Z]\w+|ROCm")
 _XPU_WORDS = re.compile(r"\bXPU\b|\bxpu\b")  # Intel's GPUs
 _MPS_WORDS = re.compile(r"\bMPS\b|\bmps\b")  # Apple's GPUs
 _CPU_WORDS = re.compile(r"_cpu\b|_cpu_|\(CPU\)|\bCPU\b|\bcpu\b")
