@@ -420,7 +420,9 @@ def check_venv(python: Path) -> Dict[str, Any]:
 @ABI_VENV
 @pytest.mark.slow
 def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
-    swap(venv, "torchvision==0.28.0")
+    # with its dependencies, so that the pinned pair (torch==2.13.0) has its _C loaded alone first: that load fails
+    # (a CUDA build), and the full import records the failure as the user meets it
+    swap(venv, "torchvision==0.28.0", "numpy", "pillow")
     report = check_venv(venv)
     assert report["exit_code"] == 1
     check = check_of(report, ID)
@@ -432,6 +434,7 @@ def test_real_torchvision_0_28_0_beside_cpu_torch_2_13_0(venv: Path) -> None:
     torch = check["facts"]["torch"]
     assert torch["version"] == "2.13.0+cpu" and torch["cuda"] is None
     assert [(e["name"], e["version"]) for e in check["facts"]["extensions"]] == [("torchvision", "0.28.0")]
+    assert [op["op"] for op in check["facts"]["ops"]] == ["import torchvision"]
     # read from its _C.so's fat binaries, as `cuobjdump --list-elf --list-ptx` lists them: the cu130 build's GPUs
     assert check["facts"]["extensions"][0]["cuda_archs"] == {"_C.so": TORCHVISION_CU130_ARCHS}
     assert finding["remedies"][0]["commands"] == [
@@ -518,6 +521,47 @@ def test_the_triton_torch_pins_is_not_imported_on_an_old_stack(old_torch_python:
     assert not any(op.get("package") == "triton" for op in check["facts"]["ops"])
     assert "triton 2.0.0 not imported: the release torch pins" in check["summary"]
     assert check["findings"] == []
+
+
+def test_a_compiled_library_is_loaded_alone_for_real_and_its_operator_looked_up() -> None:
+    """_load_alone as torchvision's pinned pair gets it, on a library every torch has (libtorch_cpu registers aten::add):
+    the real torch.ops.load_library and operator lookup; an operator the library lacks, or no such library, is None (the
+    full import then runs)."""
+    import torch
+    from envdoctor.checks.extension_abi.probe import _load_alone
+
+    lib = str(Path(torch.__file__).parent / "lib")
+    fact = _load_alone(torch, "torch", lib, torch.__version__, ("libtorch_cpu", "aten", "add"))
+    assert fact is not None and (fact["op"], fact["ok"], fact["package"], fact["operator"]) == (
+        "load torch.libtorch_cpu", True, "torch", "aten::add")
+    assert fact["file"].startswith(lib) and fact["import_s"] >= 0
+    assert _load_alone(torch, "torch", lib, None, ("libtorch_cpu", "aten", "no_such_operator")) is None
+    assert _load_alone(torch, "torch", lib, None, ("libno_such_library", "aten", "add")) is None
+    assert _load_alone(torch, "torchvision", None, None) is None
+
+
+def test_the_load_alone_path_needs_the_exact_pin_and_every_dependency(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A companion is released with this torch only where it pins the installed release exactly (a local label like
+    +cpu is PEP 440's `==` too) and nothing it needs unconditionally is missing; real METADATA files, read by
+    importlib.metadata."""
+    from envdoctor.checks.extension_abi.probe import _released_with_torch
+
+    def dist(name: str, *requires: str) -> None:
+        info = tmp_path / ("%s-1.0.dist-info" % name)
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n%s" % (
+            name, "".join("Requires-Dist: %s\n" % r for r in requires)), encoding="utf-8")
+
+    dist("tvlike", "numpy", "torch (==2.13.0)", "pillow (!=8.3.*,>=5.3.0)", "scipy ; extra == 'scipy'")
+    dist("numpy")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    torch_facts = {"dist_version": "2.13.0+cpu"}
+    entry = {"dist": "tvlike", "requires_torch": ["torch (==2.13.0)"]}
+    assert _released_with_torch(entry, torch_facts) is None  # pillow is missing: the full import shows it
+    dist("pillow")
+    assert _released_with_torch(entry, torch_facts) == "torch==2.13.0"
+    assert _released_with_torch(entry, {"dist_version": "2.12.0"}) is None
+    assert _released_with_torch(dict(entry, requires_torch=["torch>=2.4,<3"]), torch_facts) is None
 
 
 def test_a_triton_other_than_the_pin_is_still_imported_and_judged() -> None:

@@ -1,6 +1,10 @@
 """The extension-abi probe: imports each installed compiled companion for real, as a
 guarded step each (a segfaulting or hanging import is pinned on its package and the
-probe resumes past it), and records what it is and what it was built for.
+probe resumes past it), and records what it is and what it was built for. A companion
+released with this very torch (its exact pin) has its compiled library loaded alone
+first: where that works the full import is skipped (torchvision's import brings all of
+torch._dynamo, seconds on a GPU machine); where it fails, the full import records the
+failure as the user's own import shows it.
 
 Stdlib only, Python 3.8+: runs inside the worker.
 """
@@ -11,13 +15,15 @@ import json
 import os
 import re
 import sys
+import time
 from typing import Any, Dict, List, Optional, Pattern, Tuple
 
-from envdoctor.target.model import ProbeContext
+from envdoctor.target.model import ProbeContext, op_fact
 from envdoctor.target.probekit.distributions import installed, requires
 from envdoctor.target.probekit.fatbin import cuda_archs
 from envdoctor.target.probekit.files import read_file
 from envdoctor.target.probekit.imports import find_module_spec, record_import
+from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import exception_chain
 
 APEX_MODULES = ("apex_C", "amp_C", "fused_layer_norm_cuda")  # docs/facts.md §5, compiled modules
@@ -39,6 +45,10 @@ EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
 # theirs that live beside the package rather than in it. Not triton (it compiles its kernels on the machine).
 ARCH_READ = {"torchvision": (), "torchaudio": (), "xformers": (), "flash-attn": ("flash_attn_2_cuda",), "bitsandbytes": ()}
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dll")
+
+# Companions whose compiled library loads alone as their own import loads it first (torchvision/extension.py:
+# _load_library("_C") through torch.ops.load_library), and an operator it registers there: (library, namespace, op)
+LOAD_ALONE = {"torchvision": ("_C", "torchvision", "nms")}
 _MAX_COMPILED_FILES = 64
 
 
@@ -165,8 +175,11 @@ def _torch_facts(torch: Any) -> Dict[str, Any]:
     return info
 
 
-# `triton==3.5.1; ...`, and as older metadata writes it, `triton (==2.0.0) ; ...`
-_EXACT_PIN = re.compile(r"^\s*(?:pytorch-)?triton\s*\(?\s*==\s*([\w.+!-]+?)\s*\)?\s*(?:;|$)")
+# `triton==3.5.1; ...`, `torch==2.11.0`, and as older metadata writes them, `triton (==2.0.0) ; ...`
+def _exact_pin(line: str, names: Tuple[str, ...]) -> Optional[str]:
+    """The version of an exact pin (`==`) on one of `names` in a Requires-Dist line, or None."""
+    match = re.match(r"^\s*(%s)\s*\(?\s*==\s*([\w.+!-]+?)\s*\)?\s*(?:;|$)" % "|".join(map(re.escape, names)), line)
+    return match.group(2) if match else None
 
 
 def _the_pinned_triton(torch_facts: Dict[str, Any], version: Optional[str]) -> Optional[str]:
@@ -175,10 +188,49 @@ def _the_pinned_triton(torch_facts: Dict[str, Any], version: Optional[str]) -> O
     more loads all of its LLVM (hundreds of MB, seconds on an old stack) for what torch only needs
     when it compiles (torch.compile, Triton kernels)."""
     for line in torch_facts.get("requires") or ():
-        match = _EXACT_PIN.match(line)
-        if match and version and match.group(1) == version:
+        if version and _exact_pin(line, ("triton", "pytorch-triton")) == version:
             return "triton==%s" % version
     return None
+
+
+def _released_with_torch(entry: Dict[str, Any], torch_facts: Dict[str, Any]) -> Optional[str]:
+    """`torch==X` where the companion pins exactly the installed torch and every other dependency it names
+    unconditionally is installed: then only its compiled library can keep its import from working."""
+    torch_release = str(torch_facts.get("dist_version") or "").partition("+")[0]  # `==2.13.0` admits 2.13.0+cpu (PEP 440)
+    pins = [_exact_pin(r, ("torch",)) for r in entry.get("requires_torch") or ()]
+    if not torch_release or torch_release not in pins:
+        return None
+    for line in requires(entry.get("dist")):
+        name = re.match(r"\s*([A-Za-z0-9][\w.-]*)", line)
+        if name and ";" not in line and name.group(1).lower() != "torch" and installed((name.group(1),))[0] is None:
+            return None  # a missing dependency: the full import shows it as the user will meet it
+    return "torch==%s" % torch_release
+
+
+def _load_alone(torch: Any, name: str, directory: Optional[str], version: Optional[str],
+                spec: Optional[Tuple[str, str, str]] = None) -> Optional[Dict[str, Any]]:
+    """Load the companion's compiled library as its import would, and look its operator up (`spec`, else LOAD_ALONE's):
+    an op fact when both work, None when they do not (the full import then records the failure)."""
+    library, namespace, operator = spec or LOAD_ALONE[name]
+    try:
+        files = sorted(os.listdir(directory)) if directory else []
+    except OSError:
+        return None
+    path = next((os.path.join(str(directory), f) for f in files if f.split(".")[0] == library and f.endswith(_COMPILED_SUFFIXES)), None)
+    if path is None:
+        return None
+    what = "loading %s's %s%s" % (name, library, " " + version if version else "")
+    start = time.perf_counter()
+    try:
+        with step(what, package=name, module="%s.%s" % (name, library), version=version):
+            torch.ops.load_library(path)
+            getattr(getattr(torch.ops, namespace), operator)
+    except StepLost:
+        return None
+    except Exception:  # noqa: BLE001 - the full import then says it as the user meets it
+        return None
+    return op_fact("load %s.%s" % (name, library), "", "", True, None, None, package=name, module="%s.%s" % (name, library),
+                   import_s=round(time.perf_counter() - start, 3), file=path, operator="%s::%s" % (namespace, operator))
 
 
 def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
@@ -218,6 +270,13 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         pin = _the_pinned_triton(facts["torch"], version) if name == "triton" else None
         if pin:
             entry["not_imported"] = "the release torch pins (%s)" % pin
+            continue
+        pair = _released_with_torch(entry, facts["torch"]) if name in LOAD_ALONE else None
+        loaded = _load_alone(torch, name, directory, version) if pair else None
+        if loaded is not None:
+            facts["ops"].append(loaded)
+            entry["not_imported"] = "the release paired with %s, its compiled %s loaded alone" % (
+                pair, loaded["module"].rpartition(".")[2])
             continue
         for module in modules:
             env = {"TORCHVISION_WARN_WHEN_EXTENSION_LOADING_FAILS": "1"} if name == "torchvision" else None
