@@ -665,6 +665,30 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
     assert code_of("torch.cuda.is_bf16_supported() returned False\n") == ("bf16-support", "bf16-unsupported")
     assert top("torch.cuda.is_bf16_supported() returned True\n") != "bf16-support"
 
+
+def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
+    """Each reading written from dev-48 in stop 42, beside what must not read as it."""
+    # nvcc's refusal quoted without its "nvcc fatal" prefix; not another tool's unsupported architecture of the CPU
+    assert code_of('Error:"Unsupported gpu architecture \'compute_75\'"\n') == ("cuda-compat", "no-kernel-image")
+    assert top("error: unsupported architecture 'armv6'\n") != "cuda-compat"
+    # newer torch's OutOfMemoryError with nothing after its first words, and Vulkan's out-of-memory results (-1 host,
+    # -2 device); not another Vulkan failure
+    assert code_of("torch.OutOfMemoryError: Allocation on device \n") == ("device-memory", "out-of-memory")
+    assert code_of("Error message：Allocation on device\n") == ("device-memory", "out-of-memory")
+    assert top("Allocation on device 0 succeeded after retry\n") != "device-memory"
+    assert code_of("'vkAllocateMemory failed -2' occured but image still comes out\n") == ("device-memory", "out-of-memory")
+    assert top("vkCreateInstance failed -9\n") != "device-memory"
+    # NCCL refusing a collective's dtype (bfloat16 before NCCL 2.10.3); not gloo's refusal of an op
+    assert code_of("RuntimeError: Input tensor data type is not supported for NCCL process group: BFloat16\n") == (
+        "distributed", "collective-fails")
+    assert top("RuntimeError: ProcessGroupGloo does not support reduce_scatter\n") != "distributed"
+    # a link against a libtorch of the other C++ ABI; not a link error of the program's own symbols
+    assert code_of("pair_nequip.cpp:(.text+0xb7): undefined reference to `c10::detail::torchCheckFail(char const*, char const*, "
+                   "unsigned int, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)'\n") \
+        == ("extension-abi", "import-fails")
+    assert top("main.cpp:(.text+0x1a): undefined reference to `my_helper(int)'\n") != "extension-abi"
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

@@ -136,7 +136,9 @@ SIGNATURES = (
     # nvcc refusing an architecture while an extension builds ("nvcc fatal : Unsupported gpu architecture 'compute_86'"
     # under CUDA 11.0, which predates the RTX 30xx's sm_86; CUDA 11.1 added it): the toolkit is older than the GPU, or
     # TORCH_CUDA_ARCH_LIST names an architecture the toolkit does not know
-    Signature("no-kernel-image", r"nvcc fatal\s*: Unsupported gpu architecture '?compute_\d+",
+    # (nvcc's own words, lowercase "gpu", also quoted without its "nvcc fatal" prefix: 'Unsupported gpu architecture
+    # 'compute_75'' under CUDA 9.2 on an RTX 2060)
+    Signature("no-kernel-image", r"(?:nvcc fatal\s*: )?Unsupported gpu architecture '?compute_\d+",
               cause="the CUDA toolkit (nvcc) building the extension predates the GPU architecture it was asked for: this GPU's "
                     "(a newer GPU than the toolkit) or one TORCH_CUDA_ARCH_LIST names",
               remedies=(Remedy("Build with a CUDA toolkit that knows this GPU (sm_86: 11.1+, sm_89/sm_90: 11.8+, sm_120: 12.8+), "

@@ -66,7 +66,12 @@ SIGNATURES = (
                                # (CTranslate2, faster-whisper's engine: "cuda failed with error out of memory")
                                r"(cudaMalloc\w*\([^\n]*\)|\bcuda) failed with error out of memory|"
                                # (the allocator over a user-set memory fraction: c10's CUDACachingAllocator)
-                               r"Allocation on device \d+ would exceed allowed memory|"
+                               # (and as newer torch's OutOfMemoryError words it, with nothing after it: "OutOfMemoryError:
+                               # Allocation on device", what ComfyUI's error panel shows)
+                               r"Allocation on device(?: \d+ would exceed allowed memory|\s*(?:$|\n))|"
+                               # (Vulkan's allocator, the engines behind the ncnn upscalers: VkResult -1 and -2 are
+                               # VK_ERROR_OUT_OF_HOST_MEMORY and VK_ERROR_OUT_OF_DEVICE_MEMORY, Vulkan spec "VkResult")
+                               r"vkAllocateMemory failed -[12]\b|"
                                # (torch-directml's allocator: "Could not allocate tensor with 1032884736 bytes. There is not
                                # enough GPU video memory available!")
                                r"There is not enough GPU video memory available|"

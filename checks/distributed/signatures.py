@@ -162,6 +162,15 @@ SIGNATURES = (
               cause="a CUDA call inside NCCL failed on a rank: that GPU out of memory or failing already, or a transport its "
                     "driver refuses (peer-to-peer, NVLink SHARP); NCCL_DEBUG=INFO names the call",
               remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
+    # NCCL refusing a dtype for a collective ("Input tensor data type is not supported for NCCL process group: BFloat16"):
+    # bfloat16 collectives came with NCCL 2.10.3 (its release notes; github.com/NVIDIA/nccl/issues/477), so a torch whose
+    # NCCL is older cannot all-reduce bf16 gradients; `check --distributed` runs bf16 collectives on every rank
+    Signature("collective-fails", r"data type is not supported for NCCL process group",
+              cause="the NCCL in this torch cannot reduce that dtype: bfloat16 collectives need NCCL 2.10.3 or later (a torch "
+                    "of 1.10 or later brings one)",
+              remedies=(Remedy("Use a torch whose NCCL has bfloat16 collectives (torch 1.10+, NCCL 2.10.3+), or reduce the "
+                               "gradients in fp32 (DDP's bf16 compression hook off, mixed precision keeping fp32 master "
+                               "weights)", id="nccl-for-dtype"), CONFIRM_ACROSS_RANKS)),
     # The watchdog's timeout alone is most often the script's own (a rank that skipped a collective, a data loader that
     # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies
     Signature("collective-fails", r"Watchdog caught collective operation timeout", across_ranks=True,

@@ -115,6 +115,16 @@ SIGNATURES = (
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
+    # The same at link time: a program or extension linked against a libtorch of the other C++ ABI or release ("undefined
+    # reference to `c10::detail::torchCheckFail(char const*, ..., std::__cxx11::basic_string<...> const&)'": LAMMPS'
+    # pair_nequip against the pip torch's pre-cxx11 libtorch; github.com/mir-group/pair_nequip): a libtorch download of
+    # the program's ABI, or the program built with torch's (`torch._C._GLIBCXX_USE_CXX11_ABI`)
+    Signature("import-fails", r"undefined reference to .(c10|at|torch|caffe2)::",
+              cause="the program or extension is linked against a libtorch built with another C++ ABI (cxx11abi) or from "
+                    "another release than the one it was compiled with",
+              remedies=(Remedy("Link against a libtorch of the same release and C++ ABI as the build (the cxx11-abi download "
+                               "from pytorch.org for a program built with the new ABI, or -D_GLIBCXX_USE_CXX11_ABI set to torch's "
+                               "own `torch._C._GLIBCXX_USE_CXX11_ABI`)", id="libtorch-same-abi"),)),
     # PyG's compiled companions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv) load their library with
     # `torch.ops.load_library(importlib.machinery.PathFinder().find_spec(f"_{library}_{suffix}", ...).origin)`: no such
     # module for this device (a CPU wheel's `_cuda` missing, a wheel for another torch) reads "'NoneType' object has no
