@@ -301,7 +301,7 @@ def _cufft_findings(view: _View, build: ct.Cuda) -> List[Finding]:
         if not too_old:  # cuFFT fails although this CUDA has kernels for the GPU: the library itself
             findings.append(Finding(
                 ID, "cufft-failed", Severity.ERROR,
-                "%s: cuFFT fails (torch %s, CUDA %s): every FFT (torch.fft, torch.stft, audio features) will"
+                "%s: cuFFT fails here (torch %s, CUDA %s): every FFT (torch.fft, torch.stft, audio features) fails with it"
                 % (gpu.label(), t.get("version"), t.get("cuda")),
                 (str(live),),
                 (_wheel_remedy(view, choice, "Reinstall torch with the CUDA libraries it was built for", "torch-wheel-for-gpu"),),

@@ -45,11 +45,11 @@ EXTENSIONS: Tuple[Tuple[str, Tuple[str, ...], str, Tuple[str, ...]], ...] = (
 # theirs that live beside the package rather than in it. Not triton (it compiles its kernels on the machine).
 ARCH_READ = {"torchvision": (), "torchaudio": (), "xformers": (), "flash-attn": ("flash_attn_2_cuda",), "bitsandbytes": ()}
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dll")
+_MAX_COMPILED_FILES = 64
 
 # Companions whose compiled library loads alone as their own import loads it first (torchvision/extension.py:
 # _load_library("_C") through torch.ops.load_library), and an operator it registers there: (library, namespace, op)
 LOAD_ALONE = {"torchvision": ("_C", "torchvision", "nms")}
-_MAX_COMPILED_FILES = 64
 
 
 def _bnb_library(cuda: str) -> Pattern[str]:
@@ -271,12 +271,12 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if pin:
             entry["not_imported"] = "the release torch pins (%s)" % pin
             continue
-        pair = _released_with_torch(entry, facts["torch"]) if name in LOAD_ALONE else None
-        loaded = _load_alone(torch, name, directory, version) if pair else None
+        released = _released_with_torch(entry, facts["torch"]) if name in LOAD_ALONE else None
+        loaded = _load_alone(torch, name, directory, version) if released else None
         if loaded is not None:
             facts["ops"].append(loaded)
             entry["not_imported"] = "the release paired with %s, its compiled %s loaded alone" % (
-                pair, loaded["module"].rpartition(".")[2])
+                released, loaded["module"].rpartition(".")[2])
             continue
         for module in modules:
             env = {"TORCHVISION_WARN_WHEN_EXTENSION_LOADING_FAILS": "1"} if name == "torchvision" else None
