@@ -667,7 +667,7 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
-    """Each reading written from dev-48 in stop 42, beside what must not read as it."""
+    """Each reading written from dev-48 and dev-49 in stop 42, beside what must not read as it."""
     # nvcc's refusal quoted without its "nvcc fatal" prefix; not another tool's unsupported architecture of the CPU
     assert code_of('Error:"Unsupported gpu architecture \'compute_75\'"\n') == ("cuda-compat", "no-kernel-image")
     assert top("error: unsupported architecture 'armv6'\n") != "cuda-compat"
@@ -687,6 +687,19 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
                    "unsigned int, std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)'\n") \
         == ("extension-abi", "import-fails")
     assert top("main.cpp:(.text+0x1a): undefined reference to `my_helper(int)'\n") != "extension-abi"
+    # dev-49: an apex.amp without the API the code calls; not another module's missing initialize
+    assert code_of("AttributeError: module 'apex.amp' has no attribute 'initialize'\n") == ("apex", "apex-stale")
+    assert top("AttributeError: module 'wandb' has no attribute 'initialize'\n") != "apex"
+    # zsh's words for SIGILL where the killed command names torch; not where it names only python (another wheel)
+    assert code_of("[1]    28461 illegal hardware instruction  python -c 'import torch'\n") == ("torch-install", "torch-import-failed")
+    assert top("3137 illegal hardware instruction (core dumped) python\n") != "torch-install"
+    # PyG's companions built for another CUDA, in their own start-up check's words
+    assert code_of("RuntimeError: Detected that PyTorch and torch_scatter were compiled with different CUDA versions. PyTorch has "
+                   "CUDA version 10.1 and torch_scatter has CUDA version 10.2.\n") == ("extension-abi", "cuda-variant-mismatch")
+    # an Intel XPU build whose kernels need fp64 on a GPU without it; not a dtype refused by MPS
+    assert code_of("RuntimeError: Required aspect fp64 is not supported on the device\n") == ("cuda-compat", "no-kernel-image")
+    assert top("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64.\n") \
+        != "cuda-compat"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -118,6 +118,13 @@ SIGNATURES = (
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
               remedies=(NO_AMP, UNINSTALL_IMPOSTOR)),
+    # an apex.amp that is there but lacks the API the code calls ("module 'apex.amp' has no attribute 'initialize'": a
+    # container's apex from before amp.initialize, github.com/NVIDIA/DeepLearningExamples Mask R-CNN, fixed by building
+    # the apex the code was written for)
+    Signature("apex-stale", r"module '?apex\.amp'? has no attribute '?(initialize|scale_loss|master_params|state_dict)'?",
+              cause="the installed apex's amp lacks the API this code calls: an apex older (or newer) than the one the code "
+                    "was written for, or a partial install",
+              remedies=(REBUILD, NO_AMP)),
     # code that imports apex.amp in a try/except (`try: from apex import amp` ... `except ImportError: pass`) fails later on
     # the name itself; apex.amp's own calls (torch.amp has neither) name whose amp it wanted
     Signature("apex-no-amp", r"NameError: name '?amp'? is not defined", context=(r"\bamp\.(initialize|scale_loss|master_params)\(",),

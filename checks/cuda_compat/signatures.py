@@ -171,6 +171,14 @@ SIGNATURES = (
               cause="cuFFT of the CUDA torch was built with (11.7 or earlier) has no kernels for this GPU (RTX 40xx, L4, L40, "
                     "H100): a torch built with CUDA 11.8 or later runs its FFTs",
               remedies=(WHEEL_FOR_GPU,)),
+    # Intel's XPU builds: SYCL refusing a kernel that needs double precision on a GPU without it ("Required aspect fp64 is
+    # not supported on the device"): torch 2.4's XPU kernels were built for Data Center GPU Max only, and Arc or integrated
+    # GPUs (no native fp64) are targets from 2.5 (pytorch.org's XPU notes; intel/intel-extension-for-pytorch's answers)
+    Signature("no-kernel-image", r"Required aspect fp64 is not supported on the device",
+              cause="the torch XPU build's kernels were not built for this Intel GPU (they need fp64, which Arc and integrated "
+                    "GPUs lack): a build that targets client GPUs (torch 2.5+ XPU wheels) runs there",
+              remedies=(Remedy("Install a torch XPU build that targets this GPU (torch 2.5 or later from "
+                               "https://download.pytorch.org/whl/xpu for Arc and integrated GPUs)", id="xpu-build-for-gpu"),)),
     # Triton, torch.compile's GPU compiler, refuses GPUs below capability 7.0 (torch/_dynamo/device_interface.py and
     # torch/_inductor: "GPUTooOldForTriton: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU
     # compiler ... Triton only supports devices of CUDA Capability >= 7.0")

@@ -347,9 +347,11 @@ SIGNATURES = (
                     "other than the one its compiled parts were built against",
               remedies=(REINSTALL_EXTENSION,)),
     # torchvision's and torchaudio's own start-up check (their extension.py _check_cuda_version)
-    Signature("cuda-variant-mismatch", r"Detected that PyTorch and (torchvision|TorchAudio|torchaudio) were compiled with different CUDA "
-                                       r"(major )?versions",
-              cause="torchvision or torchaudio was built for another CUDA version than torch",
+    # (and PyG's companions, whose __init__ makes the same check: "Detected that PyTorch and torch_scatter were compiled with
+    # different CUDA versions. PyTorch has CUDA version 10.1 and torch_scatter has CUDA version 10.2")
+    Signature("cuda-variant-mismatch", r"Detected that PyTorch and (torchvision|TorchAudio|torchaudio|torch_\w+) were compiled with "
+                                       r"different CUDA (major )?versions",
+              cause="a companion (torchvision, torchaudio, a PyG library) was built for another CUDA version than torch",
               remedies=(REINSTALL_EXTENSION,)),
 )
 
