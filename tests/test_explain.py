@@ -667,7 +667,7 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
-    """Each reading written from dev-48 and dev-49 in stop 42, beside what must not read as it."""
+    """Each reading written from dev-48, dev-49 and dev-50 in stop 42, beside what must not read as it."""
     # nvcc's refusal quoted without its "nvcc fatal" prefix; not another tool's unsupported architecture of the CPU
     assert code_of('Error:"Unsupported gpu architecture \'compute_75\'"\n') == ("cuda-compat", "no-kernel-image")
     assert top("error: unsupported architecture 'armv6'\n") != "cuda-compat"
@@ -700,6 +700,15 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
     assert code_of("RuntimeError: Required aspect fp64 is not supported on the device\n") == ("cuda-compat", "no-kernel-image")
     assert top("TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support float64.\n") \
         != "cuda-compat"
+    # dev-50: any compiled module of apex's (its contrib ones too) missing beside apex's frames; not a module of that name
+    # elsewhere
+    apex_contrib = _traceback("ModuleNotFoundError: No module named 'fast_layer_norm'", "~/apex/apex/contrib/layer_norm/layer_norm.py")
+    assert code_of(apex_contrib) == ("apex", "apex-no-cuda-extensions")
+    assert top("ModuleNotFoundError: No module named 'fast_tokenizer'\n") != "apex"
+    # torch's compiler importing a name from a triton other than its pin; not a name missing from another package
+    assert code_of("ImportError: cannot import name 'AttrsDescriptor' from 'triton.compiler.compiler'\n") == (
+        "extension-abi", "version-mismatch")
+    assert top("ImportError: cannot import name 'AttrsDescriptor' from 'mylib.compiler'\n") != "extension-abi"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
+from .probe import ALL_EXTENSIONS
+
 # What `explain` can say from a traceback alone; the live findings add the exact commands for this interpreter.
 UNINSTALL_IMPOSTOR = Remedy("Uninstall the PyPI package named apex (`pip uninstall apex`): it is a Pyramid web toolkit. NVIDIA apex "
                             "is not on PyPI; build it from github.com/NVIDIA/apex if you need it", id="apex-uninstall")
@@ -53,8 +55,12 @@ SIGNATURES = (
     Signature("apex-no-cuda-extensions", r"No module named '?amp_C'?", frames=(r"apex/",),
               cause="apex was built without its CUDA extensions: the multi-tensor optimizers need amp_C",
               remedies=(REBUILD,)),
-    Signature("apex-no-cuda-extensions", r"No module named '?(apex_C|syncbn|mlp_cuda|fused_dense_cuda|scaled_\w*softmax_cuda)'?",
-              frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions",
+    # (any other compiled module of apex's setup.py, its contrib ones included: "No module named 'fast_layer_norm'" from
+    # apex.contrib.layer_norm, built only with --fast_layer_norm; the probe's one list of them)
+    Signature("apex-no-cuda-extensions", r"No module named '?(%s)'?" % "|".join(
+                  m for m in ALL_EXTENSIONS if m not in ("amp_C", "fused_layer_norm_cuda")),
+              frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions (or without the contrib one this "
+                                        "module needs: each has its own build flag)",
               remedies=(REBUILD,)),
     # apex's fused optimizers refuse to start without amp_C: "apex.optimizers.FusedAdam requires cuda extensions"
     # (apex/optimizers/fused_adam.py, fused_lamb.py, fused_sgd.py, fused_novograd.py; github.com/NVlabs/imaginaire/issues/6)

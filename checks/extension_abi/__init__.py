@@ -346,6 +346,17 @@ SIGNATURES = (
               cause="a package built for one torch release (an exact pin) sits beside another torch: pip installed a torch "
                     "other than the one its compiled parts were built against",
               remedies=(REINSTALL_EXTENSION,)),
+    # torch's compiler importing a name from a triton other than the one its release pins: torch 2.5-2.6's inductor
+    # imports `AttrsDescriptor` from triton.compiler.compiler, which triton 3.3 removed; `triton_key` moved the same way
+    # (torch/_inductor/runtime/hints.py and codecache.py against triton's own history). The probe's pairing names the
+    # triton torch pins
+    Signature("version-mismatch", r"cannot import name '?\w+'? from '?triton(\.[\w.]+)?'?",
+              confirmed_by=("extension-abi:version-mismatch",),
+              cause="the installed triton is not the release this torch was built with (torch pins it exactly): torch's "
+                    "compiler (torch.compile, inductor) imports names that triton moved or removed",
+              remedies=(Remedy("Install the triton torch pins (`pip install triton==<torch's pin>`; on Windows the "
+                               "triton-windows release made for this torch), or the torch release made for this triton",
+                               id="triton-for-torch"),)),
     # torchvision's and torchaudio's own start-up check (their extension.py _check_cuda_version)
     # (and PyG's companions, whose __init__ makes the same check: "Detected that PyTorch and torch_scatter were compiled with
     # different CUDA versions. PyTorch has CUDA version 10.1 and torch_scatter has CUDA version 10.2")
