@@ -299,7 +299,9 @@ SIGNATURES = (
     # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing
     # fp16-support in pytorch"); not whisper's own warning, which already fell back ("FP16 is not supported on CPU; using
     # FP32 instead"); or CTranslate2's refusal retold ("Target device doesn't support float16 computation (Can't use GPU)")
-    Signature("fp16-missing", r"(?i)^(?=.*?(\bcpu\b|\btarget device\b|\bcan'?t use (the )?gpu\b))(?=.*?\b(fp16|float16|half)\b)"
+    # (and torch 1.0-1.3's own words, which name the CPU as its type: "_thnn_conv2d_forward not supported on CPUType for
+    # Half")
+    Signature("fp16-missing", r"(?i)^(?=.*?(\bcpu(type)?\b|\btarget device\b|\bcan'?t use (the )?gpu\b))(?=.*?\b(fp16|float16|half)\b)"
                               r"(?=.*?(\bmissing\b|\bnot supported\b|\bno support\b|"
                               r"\bunsupported\b|\bdo(es)?(n't| not) (support|work)\b|\bnot implemented\b))",
               unless=(r"(?i)using FP32 instead",),

@@ -667,7 +667,7 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
-    """Each reading written from dev-48, dev-49 and dev-50 in stop 42, beside what must not read as it."""
+    """Each reading written from dev-48 to dev-51 in stop 42, beside what must not read as it."""
     # nvcc's refusal quoted without its "nvcc fatal" prefix; not another tool's unsupported architecture of the CPU
     assert code_of('Error:"Unsupported gpu architecture \'compute_75\'"\n') == ("cuda-compat", "no-kernel-image")
     assert top("error: unsupported architecture 'armv6'\n") != "cuda-compat"
@@ -709,6 +709,16 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
     assert code_of("ImportError: cannot import name 'AttrsDescriptor' from 'triton.compiler.compiler'\n") == (
         "extension-abi", "version-mismatch")
     assert top("ImportError: cannot import name 'AttrsDescriptor' from 'mylib.compiler'\n") != "extension-abi"
+    # dev-51: torch 1.0-1.3's words for a CPU without half kernels; not the same words for a float type
+    assert code_of("RuntimeError: _thnn_conv2d_forward not supported on CPUType for Half\n") == ("cpu-half-kernels", "fp16-missing")
+    assert top("RuntimeError: _thnn_conv2d_forward not supported on CPUType for Long\n") != "cpu-half-kernels"
+    # a kernel image in a user's words beside a Blackwell GPU; not without one in view
+    assert code_of("GeoAI QGIS plugin fails to load model on Windows (RTX 50-series) – CUDA kernel image error\n") == (
+        "cuda-compat", "no-kernel-image")
+    assert top("The plugin fails with a kernel image error after the update\n") != "cuda-compat"
+    # DeepSpeed's own check of its prebuilt ops against the running torch
+    assert code_of("RuntimeError: PyTorch version mismatch! DeepSpeed ops were compiled and installed with a different version "
+                   "than what is being used at runtime.\n") == ("extension-abi", "version-mismatch")
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -8,6 +8,8 @@ from envdoctor.target.model import Remedy, Signature
 WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architecture and this driver: `envdoctor check --only "
                        "cuda-compat` names it and `envdoctor fix` installs it (a GPU newer than the torch, e.g. sm_120 on a "
                        "cu12.4 wheel, needs a newer torch)", id="torch-wheel-for-gpu")
+# A Blackwell GPU named as people name it: RTX 50xx, sm_100/sm_120, B200/GB200, compute capability 10.x/12.x
+BLACKWELL = r"RTX ?50[5-9]0|\bsm_?1[02]\d\b|[Bb]lackwell|\bG?B[23]00\b|compute capability 1[02]\.\d|\bRTX ?50-series\b"
 DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
                         "CUDA)", id="driver-upgrade")
 VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "
@@ -196,9 +198,14 @@ SIGNATURES = (
     # Triton's ptxas failing on a Blackwell GPU (RTX 50xx, B200: sm_100/sm_120), which the ptxas that a torch before 2.7's
     # Triton brings cannot target ("`ptxas` failed with error code 4294967295"; fixed by a cu128 torch and its Triton)
     Signature("no-kernel-image", r"`?ptxas`? (failed with error code|fatal)",
-              context=(r"RTX ?50[5-9]0|\bsm_?1[02]\d\b|[Bb]lackwell|\bG?B[23]00\b|compute capability 1[02]\.\d",),
-              context_required=True,
+              context=(BLACKWELL,), context_required=True,
               cause="Triton's ptxas cannot compile for this Blackwell GPU: the torch (and its Triton) predate its architecture",
+              remedies=(WHEEL_FOR_GPU,)),
+    # The kernel image told in a user's words beside a Blackwell GPU ("plugin fails to load model on Windows (RTX 50-series)
+    # – CUDA kernel image error"): the wheel predates sm_120, as every such thread of the corpus settled it
+    Signature("no-kernel-image", r"(?i:\bkernel images?\b)", context=(BLACKWELL,), context_required=True,
+              cause="the torch wheel has no kernels for this Blackwell GPU (sm_100/sm_120): it predates the architecture "
+                    "(torch 2.7+ with CUDA 12.8 has them)",
               remedies=(WHEEL_FOR_GPU,)),
     # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."; some of its kernels
     # (the backward pass of large head dims) for A100/H100 alone: "FlashAttention backward for head dim 256 with dropout

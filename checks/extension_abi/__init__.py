@@ -346,6 +346,14 @@ SIGNATURES = (
               cause="a package built for one torch release (an exact pin) sits beside another torch: pip installed a torch "
                     "other than the one its compiled parts were built against",
               remedies=(REINSTALL_EXTENSION,)),
+    # DeepSpeed's own check of its prebuilt ops against the running torch (deepspeed/ops/op_builder/builder.py: "PyTorch
+    # version mismatch! DeepSpeed ops were compiled and installed with a different version than what is being used at
+    # runtime. Please re-install DeepSpeed or switch torch versions. Install torch version=2.1, Runtime torch version=2.2")
+    Signature("version-mismatch", r"DeepSpeed ops were compiled and installed with a different version than what is being used",
+              cause="DeepSpeed's prebuilt ops were compiled against another torch release than the one running",
+              remedies=(Remedy("Reinstall DeepSpeed against the installed torch (`pip install --no-cache-dir --force-reinstall "
+                               "deepspeed`, which builds its ops for it), or install the torch its wheel was built for",
+                               id="deepspeed-for-torch"),)),
     # torch's compiler importing a name from a triton other than the one its release pins: torch 2.5-2.6's inductor
     # imports `AttrsDescriptor` from triton.compiler.compiler, which triton 3.3 removed; `triton_key` moved the same way
     # (torch/_inductor/runtime/hints.py and codecache.py against triton's own history). The probe's pairing names the
