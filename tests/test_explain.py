@@ -667,7 +667,7 @@ def test_the_readings_written_in_stop_41_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
-    """Each reading written from dev-48 to dev-51 in stop 42, beside what must not read as it."""
+    """Each reading written from dev-48 to dev-52 in stop 42, beside what must not read as it."""
     # nvcc's refusal quoted without its "nvcc fatal" prefix; not another tool's unsupported architecture of the CPU
     assert code_of('Error:"Unsupported gpu architecture \'compute_75\'"\n') == ("cuda-compat", "no-kernel-image")
     assert top("error: unsupported architecture 'armv6'\n") != "cuda-compat"
@@ -719,6 +719,10 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
     # DeepSpeed's own check of its prebuilt ops against the running torch
     assert code_of("RuntimeError: PyTorch version mismatch! DeepSpeed ops were compiled and installed with a different version "
                    "than what is being used at runtime.\n") == ("extension-abi", "version-mismatch")
+    # dev-52: FasterTransformer's CUTLASS kernels refusing the GPU's architecture; not another library's assertion
+    assert code_of("RuntimeError: [FT][ERROR] Unsupported Arch Assertion fail: /w/EETQ/csrc/cutlass_kernels/"
+                   "cutlass_preprocessors.cc:125\n") == ("cuda-compat", "no-kernel-image")
+    assert top("RuntimeError: [FT][ERROR] Assertion fail: /w/csrc/gemm.cc:88\n") != "cuda-compat"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -207,6 +207,11 @@ SIGNATURES = (
               cause="the torch wheel has no kernels for this Blackwell GPU (sm_100/sm_120): it predates the architecture "
                     "(torch 2.7+ with CUDA 12.8 has them)",
               remedies=(WHEEL_FOR_GPU,)),
+    # FasterTransformer's CUTLASS kernels (EETQ, TensorRT-LLM's and lmdeploy's copies) checking the GPU's architecture: "[FT]
+    # [ERROR] Unsupported Arch Assertion fail: .../cutlass_preprocessors.cc" (EETQ's copy predating sm_90)
+    Signature("no-kernel-image", r"\[FT\]\[ERROR\] Unsupported Arch\b",
+              cause="the library's CUTLASS kernels (FasterTransformer's) have no code path for this GPU's architecture",
+              remedies=(EXTENSION_FOR_GPU,)),
     # flash-attn 2 has kernels for sm_80+ only: "FlashAttention only supports Ampere GPUs or newer."; some of its kernels
     # (the backward pass of large head dims) for A100/H100 alone: "FlashAttention backward for head dim 256 with dropout
     # requires A100/A800 or H100/H800", its own check "Expected is_sm80 || is_sm90 to be true, but got false"
