@@ -103,7 +103,7 @@ def test_a_failing_fft_on_a_gpu_is_an_error_that_confirms_the_log_and_one_that_r
     """The recorded H200 facts with torch's build set back to CUDA 11.7 (pytorch#88038): where the FFT failed as it
     fails there, an error with the live message, and the log's reading confirmed with the same message; where it ran
     (a newer nvidia-cufft beside the old torch), no finding, whatever the table says; a failure the table does not
-    explain is cuFFT's own."""
+    explain is cuFFT's own, unless the GPU was out of memory (device-memory's)."""
     report = load_fixture("h200-torch-2.11.0-cu130-fft.json")
     env = env_of(report)
     facts = checks_of("h200-torch-2.11.0-cu130-fft.json")["cuda-compat"]["facts"]
@@ -123,6 +123,8 @@ def test_a_failing_fft_on_a_gpu_is_an_error_that_confirms_the_log_and_one_that_r
     assert not [f for f in CHECKS["cuda-compat"].judge(with_fft("11.7", ran), env) if f.code.startswith("cufft")]
     (own,) = [f for f in CHECKS["cuda-compat"].judge(with_fft("13.0", failed), env) if f.code.startswith("cufft")]
     assert own.code == "cufft-failed" and own.remedies[0].id == "torch-wheel-for-gpu"
+    full = dict(failed, error="CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 139.81 GiB total capacity)")
+    assert not [f for f in CHECKS["cuda-compat"].judge(with_fft("13.0", full), env) if f.code.startswith("cufft")]
     # the log read beside those facts: confirmed with the same message
     recorded = json.loads(json.dumps(report))
     for check in recorded["checks"]:
