@@ -365,6 +365,96 @@ def test_environment_variable_is_set_only_during_the_import(modules: Path, monke
         sys.modules.pop("edx_env", None)
 
 
+# A package that wraps functions in torch.compile while it imports, as bitsandbytes 0.50's default backend does
+# (backends/default/ops.py: _try_torch_compile falls back to the plain function when compiling fails)
+GUARDED_PACKAGE = """import torch
+
+def _try_compile(fn):
+    try:
+        compiled = torch.compile(fn, dynamic=False)
+    except Exception:
+        return fn
+    return compiled
+
+@_try_compile
+def double(x):
+    return x * 2
+"""
+# ... and one whose bare call raises in the real torch.compile at decoration (mode and options both given)
+UNGUARDED_PACKAGE = """import torch
+
+@torch.compile(mode="default", options={"max_autotune": False})
+def double(x):
+    return x * 2
+"""
+DEFERRED_IMPORT = """import sys, json
+sys.path.insert(0, sys.argv[1])
+import torch
+from envdoctor.target.probekit.imports import record_import
+fact = record_import("pkg", sys.argv[2], defer_compile=torch)
+print(json.dumps({"ok": fact["ok"], "error_type": fact.get("error_type"), "error": fact.get("error"),
+                  "compile_deferred": fact.get("compile_deferred"), "dynamo": "torch._dynamo" in sys.modules,
+                  "still_compile": torch.compile.__module__}))
+"""
+
+
+def _deferred_import(tmp_path: Path, name: str, source: str) -> Dict[str, Any]:
+    (tmp_path / ("%s.py" % name)).write_text(source, encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", DEFERRED_IMPORT, str(tmp_path), name], capture_output=True, text=True,
+                          timeout=300, cwd=str(ROOT))
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_a_guarded_torch_compile_is_deferred_and_torch_dynamo_never_imported(tmp_path: Path) -> None:
+    """The real torch: the package imports, its one torch.compile call sits in a broad try (so the real one could not
+    have failed the import), torch._dynamo is never loaded, and torch.compile is torch's own again afterwards."""
+    got = _deferred_import(tmp_path, "guarded_pkg", GUARDED_PACKAGE)
+    assert got == {"ok": True, "error_type": None, "error": None, "compile_deferred": {"calls": 1, "unguarded": 0},
+                   "dynamo": False, "still_compile": "torch"}
+
+
+def test_an_unguarded_torch_compile_is_replayed_and_its_failure_is_the_imports(tmp_path: Path) -> None:
+    """A bare decorator: the real torch.compile is run afterwards with the same arguments, and what it raises is recorded as
+    the import's failure, the one a plain import of the package shows (run beside it)."""
+    got = _deferred_import(tmp_path, "unguarded_pkg", UNGUARDED_PACKAGE)
+    plain = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import unguarded_pkg",
+                            str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 1
+    assert (got["ok"], got["error_type"], got["compile_deferred"]) == (False, "RuntimeError", {"calls": 1, "unguarded": 1})
+    assert "RuntimeError: %s" % got["error"] in plain.stderr.strip().splitlines()[-1]
+
+
+def test_the_lines_a_broad_try_guards(tmp_path: Path) -> None:
+    from envdoctor.target.probekit.compile_deferral import guarded_lines
+
+    source = tmp_path / "m.py"
+    source.write_text("\n".join([
+        "try:",                      # 1
+        "    a = 1",                 # 2 guarded (except Exception)
+        "except Exception:",         # 3
+        "    pass",                  # 4
+        "try:",                      # 5
+        "    b = 2",                 # 6 not guarded (ValueError only)
+        "except ValueError:",        # 7
+        "    pass",                  # 8
+        "try:",                      # 9
+        "    c = (3,",               # 10 guarded (a tuple naming Exception), both lines of the statement
+        "         4)",               # 11
+        "except (KeyError, Exception):",
+        "    pass",
+        "try:",                      # 14
+        "    d = 5",                 # 15 guarded (bare except)
+        "except:",
+        "    pass",
+        "e = 6",                     # 18
+    ]) + "\n", encoding="utf-8")
+    assert guarded_lines(str(source)) == {2, 10, 11, 15}
+    assert guarded_lines(str(tmp_path / "missing.py")) == set()
+    (tmp_path / "bad.py").write_text("def (:\n", encoding="utf-8")
+    assert guarded_lines(str(tmp_path / "bad.py")) == set()
+
+
 # ---------------------------------------------------------------- end to end
 
 
@@ -477,6 +567,23 @@ def test_real_xformers_built_for_torch_2_9_1(venv: Path) -> None:
     assert findings["version-mismatch"]["subject"]["paired"] == "0.0.35"
     assert findings["import-fails"]["subject"]["module"] == "xformers.ops"
     assert 0 <= xformers["import_s"] < 60
+
+
+@ABI_VENV
+@pytest.mark.slow
+def test_real_bitsandbytes_imports_with_its_torch_compile_deferred(venv: Path) -> None:
+    """bitsandbytes 0.50.2 wraps its default backend's ops in torch.compile while it imports (all of torch._dynamo: 2.4 s
+    on this machine, 4 s on an H200); every such call sits in its own fallback, so the probe defers them and the
+    import is what the user's is."""
+    swap(venv, "bitsandbytes==0.50.2", "numpy", "packaging")
+    try:
+        check = check_of(check_venv(venv), ID)
+    finally:
+        swap(venv)
+    (op,) = [o for o in check["facts"]["ops"] if o["package"] == "bitsandbytes"]
+    assert op["ok"] is True and op["version"] == "0.50.2"
+    assert op["compile_deferred"]["calls"] >= 4 and op["compile_deferred"]["unguarded"] == 0
+    assert check["findings"] == [] and "bitsandbytes 0.50.2 imports" in check["summary"]
 
 
 @ABI_VENV

@@ -280,7 +280,8 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
             continue
         for module in modules:
             env = {"TORCHVISION_WARN_WHEN_EXTENSION_LOADING_FAILS": "1"} if name == "torchvision" else None
-            fact = record_import(name, module, version, env)
+            # torch.compile deferred: bitsandbytes wraps a dozen ops in it while it imports (torch._dynamo, seconds)
+            fact = record_import(name, module, version, env, defer_compile=torch)
             facts["ops"].append(fact)
             if name == "xformers" and module == "xformers":
                 load_error = _xformers_load_error()

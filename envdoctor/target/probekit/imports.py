@@ -23,6 +23,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.target.model import op_fact
+from envdoctor.target.probekit.compile_deferral import DeferredCompile
 from envdoctor.target.probekit.steps import StepLost, step
 from envdoctor.target.probekit.text import error_text, exception_chain, warning_texts
 
@@ -153,11 +154,14 @@ def _dlopen_errors(texts: Sequence[str]) -> List[Dict[str, Any]]:
     return results
 
 
-def record_import(package: str, module: str, version: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def record_import(package: str, module: str, version: Optional[str] = None, env: Optional[Dict[str, str]] = None,
+                  defer_compile: Any = None) -> Dict[str, Any]:
     """Import `module` once as a guarded step ("importing flash_attn 2.7.4"), recording the
     outcome, time, warnings, log records and captured output as an op fact
     {"op": "import <module>", "package", "ok", "error", "error_type", ...}. `env` sets
-    environment variables for the duration (e.g. to make a library say why it fails)."""
+    environment variables for the duration (e.g. to make a library say why it fails).
+    `defer_compile` (torch): import with torch.compile deferred (compile_deferral), the
+    outcome still the one the real torch.compile would have given."""
     already = module in sys.modules
     saved_env = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})
@@ -169,12 +173,20 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
     start = time.perf_counter()
     what = "importing %s%s" % (module, " " + version if version else "")
     lost: Optional[StepLost] = None
+    deferred: Optional[DeferredCompile] = None
     try:
         with _OutputCapture() as output, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 with step(what, package=package, module=module, version=version):
-                    loaded = importlib.import_module(module)
+                    if defer_compile is None:
+                        loaded = importlib.import_module(module)
+                    else:
+                        with DeferredCompile(defer_compile) as deferred:
+                            loaded = importlib.import_module(module)
+                        replayed = deferred.replay()
+                        if replayed is not None:
+                            raise replayed
             except StepLost as exc:
                 lost = exc
             except (Exception, SystemExit) as exc:  # noqa: BLE001 - the failure is the fact
@@ -198,6 +210,8 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
     }
     if already:
         extra["already_imported"] = True
+    if deferred is not None and deferred.calls:
+        extra["compile_deferred"] = deferred.summary()
     if lost is not None:
         return op_fact("import %s" % module, "", "", False, lost.error, None, error_type=lost.error_type, lost=lost.state,
                        what=what, **extra)
