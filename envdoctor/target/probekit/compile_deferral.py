@@ -36,6 +36,7 @@ class DeferredCompile:
     torch: Any
     calls: List[CompileCall] = field(default_factory=list)
     _real: Any = None
+    _guards: Dict[str, Set[int]] = field(default_factory=dict)  # each source file parsed once
 
     def __enter__(self) -> DeferredCompile:
         self._real = getattr(self.torch, "compile", None)
@@ -54,12 +55,11 @@ class DeferredCompile:
 
     def unguarded(self) -> List[CompileCall]:
         """The recorded calls that no broad `try` around them could have caught."""
-        guards: Dict[str, Set[int]] = {}
         out = []
         for call in self.calls:
-            if call.filename not in guards:
-                guards[call.filename] = guarded_lines(call.filename)
-            if call.line not in guards[call.filename]:
+            if call.filename not in self._guards:
+                self._guards[call.filename] = guarded_lines(call.filename)
+            if call.line not in self._guards[call.filename]:
                 out.append(call)
         return out
 
