@@ -4,7 +4,9 @@ probe resumes past it), and records what it is and what it was built for. A comp
 released with this very torch (its exact pin) has its compiled library loaded alone
 first: where that works the full import is skipped (torchvision's import brings all of
 torch._dynamo, seconds on a GPU machine); where it fails, the full import records the
-failure as the user's own import shows it.
+failure as the user's own import shows it. Every import runs with torch.compile deferred
+(probekit.compile_deferral: bitsandbytes wraps its ops in it while it imports), its
+outcome still the one the real torch.compile would give.
 
 Stdlib only, Python 3.8+: runs inside the worker.
 """
