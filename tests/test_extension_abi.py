@@ -653,22 +653,24 @@ def test_the_load_alone_path_needs_the_exact_pin_and_every_dependency(tmp_path: 
     importlib.metadata."""
     from envdoctor.checks.extension_abi.probe import _released_with_torch
 
-    def dist(name: str, *requires: str) -> None:
+    from envdoctor.target.probekit.distributions import requires
+
+    def dist(name: str, *lines: str) -> None:
         info = tmp_path / ("%s-1.0.dist-info" % name)
         info.mkdir()
         (info / "METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n%s" % (
-            name, "".join("Requires-Dist: %s\n" % r for r in requires)), encoding="utf-8")
+            name, "".join("Requires-Dist: %s\n" % r for r in lines)), encoding="utf-8")
 
     dist("tvlike", "numpy", "torch (==2.13.0)", "pillow (!=8.3.*,>=5.3.0)", "scipy ; extra == 'scipy'")
     dist("numpy")
     monkeypatch.syspath_prepend(str(tmp_path))
     torch_facts = {"dist_version": "2.13.0+cpu"}
-    entry = {"dist": "tvlike", "requires_torch": ["torch (==2.13.0)"]}
-    assert _released_with_torch(entry, torch_facts) is None  # pillow is missing: the full import shows it
+    assert _released_with_torch(requires("tvlike"), torch_facts) is None  # pillow is missing: the full import shows it
     dist("pillow")
-    assert _released_with_torch(entry, torch_facts) == "torch==2.13.0"
-    assert _released_with_torch(entry, {"dist_version": "2.12.0"}) is None
-    assert _released_with_torch(dict(entry, requires_torch=["torch>=2.4,<3"]), torch_facts) is None
+    assert _released_with_torch(requires("tvlike"), torch_facts) == "torch==2.13.0"
+    assert _released_with_torch(requires("tvlike"), {"dist_version": "2.12.0"}) is None
+    ranged = [r for r in requires("tvlike") if not r.startswith("torch")] + ["torch>=2.4,<3"]
+    assert _released_with_torch(ranged, torch_facts) is None
 
 
 def test_a_triton_other_than_the_pin_is_still_imported_and_judged() -> None:

@@ -195,14 +195,13 @@ def _the_pinned_triton(torch_facts: Dict[str, Any], version: Optional[str]) -> O
     return None
 
 
-def _released_with_torch(entry: Dict[str, Any], torch_facts: Dict[str, Any]) -> Optional[str]:
-    """`torch==X` where the companion pins exactly the installed torch and every other dependency it names
-    unconditionally is installed: then only its compiled library can keep its import from working."""
+def _released_with_torch(requirements: List[str], torch_facts: Dict[str, Any]) -> Optional[str]:
+    """`torch==X` where the companion's Requires-Dist lines pin exactly the installed torch and every other dependency
+    they name unconditionally is installed: then only its compiled library can keep its import from working."""
     torch_release = str(torch_facts.get("dist_version") or "").partition("+")[0]  # `==2.13.0` admits 2.13.0+cpu (PEP 440)
-    pins = [_exact_pin(r, ("torch",)) for r in entry.get("requires_torch") or ()]
-    if not torch_release or torch_release not in pins:
+    if not torch_release or torch_release not in [_exact_pin(r, ("torch",)) for r in requirements]:
         return None
-    for line in requires(entry.get("dist")):
+    for line in requirements:
         name = re.match(r"\s*([A-Za-z0-9][\w.-]*)", line)
         if name and ";" not in line and name.group(1).lower() != "torch" and installed((name.group(1),))[0] is None:
             return None  # a missing dependency: the full import shows it as the user will meet it
@@ -251,12 +250,13 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
                                          "reason": "distribution %s %s is installed but module %s is missing" % (dist, version, top)})
             continue
         directory = _package_dir(spec)
+        requirements = requires(dist)
         entry: Dict[str, Any] = {
             "name": name,
             "dist": dist,
             "version": version,
             "build_version": _build_version(directory),
-            "requires_torch": [r for r in requires(dist) if re.match(r"\s*torch\b(?![-_.\w])", r)],
+            "requires_torch": [r for r in requirements if re.match(r"\s*torch\b(?![-_.\w])", r)],
             "location": directory,
         }
         if name == "xformers":
@@ -273,7 +273,7 @@ def probe(torch: Any, ctx: ProbeContext) -> Dict[str, Any]:
         if pin:
             entry["not_imported"] = "the release torch pins (%s)" % pin
             continue
-        released = _released_with_torch(entry, facts["torch"]) if name in LOAD_ALONE else None
+        released = _released_with_torch(requirements, facts["torch"]) if name in LOAD_ALONE else None
         loaded = _load_alone(torch, name, directory, version) if released else None
         if loaded is not None:
             facts["ops"].append(loaded)
