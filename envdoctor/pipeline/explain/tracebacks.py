@@ -40,7 +40,7 @@ _NCCL_WARN = re.compile(r"(?:\bNCCL WARN|(?<![\w/])[\w/]{1,256}\.(?:h|cc|cpp|cu)
 # A line that has none of these words is neither a header, a frame, an exception nor a chain marker.
 _MAYBE = re.compile(r"Traceback|File|Cell|Input In| in |Error|Exception|Interrupt|Exit|Fail|Fault|StopIteration|::|exception|"
                     r"what\(\)|terminate|WARN ")
-_NOT_MESSAGE = re.compile(r"^\s*$|^\[|^\d{4}-\d\d-\d\d|^(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|^\s*\d+%\||^-{10,}|^={10,}")
+_NOT_MESSAGE = re.compile(r"^\s*$|^\[|^\s*[\]}],?\s*$|^\d{4}-\d\d-\d\d|^(INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|^\s*\d+%\||^-{10,}|^={10,}")
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,10 @@ def _frame(line: str) -> Optional[Frame]:
     return None
 
 
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
 def by_stream(lines: Sequence[LogLine]) -> Dict[str, List[LogLine]]:
     streams: Dict[str, List[LogLine]] = {}
     for line in lines:
@@ -115,6 +119,9 @@ class _Parser:
         self.chained = False
         self.message_of: Optional[RaisedError] = None  # the error whose message lines may continue
         self.cpp_type = ""
+        # How deep the last frame sat: the exception line is less indented than its frames (at the margin, where a code
+        # block's indent or a paste's lost space moved every line), or at the line's start as IPython prints it
+        self.frame_indent = 0
 
     def parse(self, lines: Sequence[LogLine]) -> List[RaisedError]:
         for entry in lines:
@@ -144,12 +151,14 @@ class _Parser:
         if frame is not None:
             if self.frames is None:  # frames whose header the reader dropped, or a log that lost it
                 self.frames = []
+            self.frame_indent = _indent(text)
             self.frames.append(frame)
             self.message_of = None
             return
         if self.message_of is not None and self._continues(text):
             return
-        if self.frames is not None and text[:1] not in (" ", "\t", "") and not text.startswith("---"):
+        if self.frames is not None and text.strip() and _indent(text) < max(1, self.frame_indent) \
+                and not text.lstrip().startswith("---"):
             m = _EXC_LINE.match(text.strip())
             if m:
                 self._add(m.group("type"), m.group("msg") or "", number, self.frames, "traceback")

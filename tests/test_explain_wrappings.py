@@ -1,0 +1,113 @@
+"""A traceback reads the same in every wrapping it arrives in: the corpus's own cases (tests/data/tracebacks), each
+wrapped the way logs reach a user, keep their first diagnosis. The wrappings are those real threads show (the corpus
+has each): a notebook's error output as JSON, colours, torchrun's rank prefixes, Windows line ends, a reply's quote,
+a code block's indent, a logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR
+07-07 02:26:35 [engine.py:448]`), docker compose's service column.
+
+Only the cases no signature was written from are left out (the held-out sets: a failure here would print them)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable, Dict, List
+
+import pytest
+from test_explain import DEV, FIRST, explained, top
+from tracebacks import Case
+
+from envdoctor.pipeline.explain.reader import read_text
+from envdoctor.pipeline.explain.tracebacks import raised_errors
+
+
+def _each_line(prefix: str) -> Callable[[str], str]:
+    return lambda text: "\n".join(prefix + line for line in text.split("\n"))
+
+
+# Wrappings read the same whatever the text: it need not hold a traceback.
+ANYWHERE: Dict[str, Callable[[str], str]] = {
+    "notebook output as one JSON string": json.dumps,
+    "colours": lambda text: re.sub(r"^(\w+(?:Error|Exception))", "\x1b[0;31m\\1\x1b[0m", text, flags=re.M),
+    "windows line ends": lambda text: text.replace("\n", "\r\n"),
+    "a reply's quote": _each_line("> "),
+    "a reply's quote in a quote": _each_line("> > "),
+}
+# Wrappings whose margin is learned from a traceback's header or frames: read the same where the text holds one.
+AROUND_A_TRACEBACK: Dict[str, Callable[[str], str]] = {
+    "a notebook's traceback list": lambda text: '"traceback": [\n%s\n]' % ",\n".join(
+        "  " + json.dumps(line) for line in text.split("\n")),
+    "a rank's prefix": lambda text: text if _RANKED.search(text) else _each_line("[rank0]: ")(text),
+    "a code block's indent": _each_line("    "),
+    "a logger's time and level": _each_line("2023-08-25 08:59:20 | ERROR | stderr | "),
+    "vllm's logger": _each_line("ERROR 07-07 02:26:35 [engine.py:448] "),
+    "docker compose's service": _each_line("app-1  | "),
+}
+_RANKED = re.compile(r"^\[(?:rank|default)\d+\]:", re.MULTILINE)  # a log of several ranks: not one rank's
+_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|File "[^"\n]+", line \d+')
+READ: List[Case] = FIRST + DEV
+WITH_A_TRACEBACK = [c for c in READ if _TRACEBACK.search(c.body)]
+
+
+@pytest.mark.parametrize("wrapping", sorted(ANYWHERE))
+def test_every_case_reads_the_same_in_a_wrapping_that_never_depends_on_the_text(wrapping: str) -> None:
+    wrap = ANYWHERE[wrapping]
+    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body))) for c in READ if top(wrap(c.body)) != top(c.body)]
+    assert changed == []
+
+
+@pytest.mark.parametrize("wrapping", sorted(AROUND_A_TRACEBACK))
+def test_every_traceback_reads_the_same_inside_a_margin(wrapping: str) -> None:
+    assert len(WITH_A_TRACEBACK) >= 400
+    wrap = AROUND_A_TRACEBACK[wrapping]
+    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body)))
+               for c in WITH_A_TRACEBACK if top(wrap(c.body)) != top(c.body)]
+    assert changed == []
+
+
+def _errors(text: str) -> List[tuple]:
+    return [(e.type, e.message, e.stream, e.paths) for e in raised_errors(read_text(text).lines)]
+
+
+PLAIN = ('Traceback (most recent call last):\n  File "/x/site-packages/apex/normalization/fused_layer_norm.py", line 69, in '
+         'forward\n    return fused(x)\nRuntimeError: expected scalar type Float but found Half')
+PLAIN_ERRORS = [("RuntimeError", "expected scalar type Float but found Half", "",
+                 ["/x/site-packages/apex/normalization/fused_layer_norm.py"])]
+
+
+def test_a_margin_is_what_the_header_and_the_line_after_it_share() -> None:
+    stamped = "\n".join("2023-08-25 08:59:%02d | ERROR | stderr | %s" % (i, line) for i, line in enumerate(PLAIN.split("\n")))
+    assert _errors(stamped) == PLAIN_ERRORS  # the seconds move on: digits aside, the margin is the same
+    grouped = "  + Exception Group Traceback (most recent call last):\n" + _each_line("    | ")(PLAIN)
+    assert _errors(grouped)[-1] == PLAIN_ERRORS[0]  # an exception group's `| ` column
+    # a paste that begins at its frames learns the margin from the first frame
+    frames_only = _each_line("app-1  | ")(PLAIN.split("\n", 1)[1])
+    assert _errors(frames_only) == PLAIN_ERRORS
+    assert [d.check for d in explained(frames_only).diagnoses][:1] == ["apex"]
+
+
+def test_text_before_a_header_is_no_margin_unless_the_next_line_carries_it() -> None:
+    # a message that quotes a traceback: its type stays on the later line that starts the same way
+    quoted = "RuntimeError: Traceback (most recent call last):\n" + PLAIN
+    assert _errors(quoted)[-1] == PLAIN_ERRORS[0]
+    bar = "Steps:   0% 0/15000 [00:03<?, ?it/s, lr=0.0001] " + PLAIN
+    assert _errors(bar) == PLAIN_ERRORS
+    ipython = "RuntimeError                              Traceback (most recent call last)\nCell In[3], line 5\n----> 5 f()\n" \
+              "RuntimeError: boom"
+    assert _errors(ipython)[0][:2] == ("RuntimeError", "boom")
+
+
+def test_a_rank_prefix_after_a_loggers_margin_still_names_the_stream() -> None:
+    ranked = _each_line("2024-05-01 12:00:00 [rank1]: ")(PLAIN)
+    assert _errors(ranked) == [PLAIN_ERRORS[0][:2] + ("rank1",) + PLAIN_ERRORS[0][3:]]
+
+
+def test_a_notebooks_traceback_list_is_unescaped_and_a_configs_plain_values_are_not() -> None:
+    listed = '"traceback": [\n' + ",\n".join("  " + json.dumps(line) for line in PLAIN.split("\n")) + "\n]"
+    assert _errors(listed) == PLAIN_ERRORS
+    config = '{\n  "mixed_precision": "fp16",\n  "model": "x"\n}'
+    assert [ln.text for ln in read_text(config).lines] == config.split("\n")
+
+
+def test_quote_marks_are_taken_off_and_pythons_prompt_is_not() -> None:
+    lines = [ln.text for ln in read_text("> a\n>\n> > b\n>>> import torch\n").lines]
+    assert lines == ["a", "", "b", ">>> import torch"]
