@@ -1,6 +1,6 @@
 """A traceback reads the same in every wrapping it arrives in: the corpus's own cases (tests/data/tracebacks), each
 wrapped the way logs reach a user, keep their first diagnosis. The wrappings are those real threads show (the corpus
-has each): a notebook's error output as JSON, colours, torchrun's rank prefixes, Windows line ends, a reply's quote,
+has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows line ends, a reply's quote,
 a code block's indent, a logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR
 07-07 02:26:35 [engine.py:448]`), docker compose's service column.
 
@@ -8,6 +8,7 @@ Only the cases no signature was written from are left out (the held-out sets: a 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Callable, Dict, List
@@ -29,6 +30,7 @@ ANYWHERE: Dict[str, Callable[[str], str]] = {
     "notebook output as one JSON string": json.dumps,
     "colours": lambda text: re.sub(r"^(\w+(?:Error|Exception))", "\x1b[0;31m\\1\x1b[0m", text, flags=re.M),
     "windows line ends": lambda text: text.replace("\n", "\r\n"),
+    "a web page's escapes": html.escape,
     "a reply's quote": _each_line("> "),
     "a reply's quote in a quote": _each_line("> > "),
 }

@@ -18,13 +18,15 @@ Cleaning, so that a log reads as the traceback Python printed:
   lines carry (a logger's time and level, docker compose's `app-1  | `, an exception
   group's `| `) off its lines, so its frames and exception line read as Python printed
   them;
-- a notebook's error output, each line a JSON string, is unescaped;
+- a notebook's error output, each line a JSON string, is unescaped, and so is text saved
+  from a web page (`File &quot;x.py&quot;`);
 - UTF-16 logs (a Windows PowerShell `>` redirect) and UTF-8 with a BOM are decoded.
 """
 
 from __future__ import annotations
 
 import codecs
+import html
 import json
 import re
 from collections import deque
@@ -53,6 +55,8 @@ _JSON_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
 _JSON_LIST_ITEM = re.compile(r'^[ \t]*"(?:[^"\\\n]|\\.)*",[ \t]*$', re.MULTILINE)
 _TRACEBACK = "Traceback (most recent call last)"
 _FRAME_AT = re.compile(r'File "[^"\n]+", line \d+')
+# An HTML page's escapes of the characters a traceback is full of (`File &quot;x.py&quot;`, `&lt;module&gt;`, `&#39;Half&#39;`)
+_HTML_ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27|#34);")
 # A reply's quote marks (`> `, `> > `, `>` alone on a quoted blank line), never Python's `>>> ` prompt
 _QUOTE_MARKS = re.compile(r"^(?:>(?: |$))+", re.MULTILINE)
 # What may stand before "Traceback (most recent call last)" without being a margin: IPython's exception type
@@ -181,6 +185,8 @@ def clean_lines(text: str, margin: Optional[Margin] = None) -> List[str]:
         text = "\n".join(_json_unescaped(text.split("\n")))
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "&" in text and _HTML_ENTITY.search(text):
+        text = html.unescape(text)
     if ">" in text and (text.startswith(">") or "\n>" in text):
         text = _QUOTE_MARKS.sub("", text)
     text = (margin or Margin()).strip(text)
