@@ -128,14 +128,13 @@ def looks_binary(head: bytes) -> bool:
 
 class Margin:
     """The margin every line of a traceback carries in some logs: a logger's time and level
-    (`2023-08-25 08:59:20 | ERROR | stderr | `), docker compose's service (`app-1  | `), an
-    exception group's `| `. It is what stands before
-    `Traceback (most recent call last)`, or before a frame's two spaces (`app-1  |   File "x.py",
-    line 3`: a paste that begins at its frames), and it is taken off that line and every line after it that
-    starts with it, digits aside (a timestamp moves on), until the next header or frame's own margin,
-    or none, replaces it. The line after must carry it too, or it was text, not a margin
-    (`RuntimeError: Traceback (most recent call last):`). A launcher's rank prefix is no margin:
-    it names the line's stream."""
+    (`2023-08-25 08:59:20 | ERROR | stderr | `), docker compose's service (`app-1  | `), an exception
+    group's `| `. It is what stands before `Traceback (most recent call last)`, or before a frame's two
+    spaces (`app-1  |   File "x.py", line 3`: a paste that begins at its frames). It is taken off that
+    line and every line after it that starts with it, digits aside (a timestamp moves on), until the
+    next header or frame's own margin, or none, replaces it. The line after must carry it too, or it
+    was text, not a margin (`RuntimeError: Traceback (most recent call last):`). A launcher's rank
+    prefix is no margin: it names the line's stream."""
 
     def __init__(self) -> None:
         self.shape: Optional[re.Pattern[str]] = None
@@ -177,9 +176,9 @@ def _margin_shape(before: str) -> Optional[re.Pattern[str]]:
     return re.compile(re.sub(r"\d+", r"\\d+", re.escape(before)))
 
 
-def clean_lines(text: str, margin: Optional[Margin] = None) -> List[str]:
+def clean_lines(text: str, margin: Margin) -> List[str]:
     """A chunk of log text as the lines a person reading the terminal saw (`margin`: the one the
-    log's earlier chunks left open)."""
+    log's earlier chunks left open, learned further here)."""
     # (one character looked for first: memchr's speed, where a two-character needle costs 0.6 ms a MiB of progress bars)
     if ("\\" in text and ("\\u001b" in text or "\\n" in text)) or ('"' in text and '",' in text and _JSON_LIST_ITEM.search(text)):
         text = "\n".join(_json_unescaped(text.split("\n")))
@@ -189,8 +188,8 @@ def clean_lines(text: str, margin: Optional[Margin] = None) -> List[str]:
         text = html.unescape(text)
     if ">" in text and (text.startswith(">") or "\n>" in text):
         text = _QUOTE_MARKS.sub("", text)
-    text = (margin or Margin()).strip(text)
-    if "Traceback (most" in text:
+    text = margin.strip(text)
+    if _TRACEBACK in text:
         text = _TRACEBACK_MIDLINE.sub("\n", text)
     lines = text.split("\n")
     if "\r" in text:
