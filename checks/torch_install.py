@@ -392,10 +392,14 @@ SIGNATURES = (
     # No torch release on the index fits this interpreter: pip's "No matching distribution found for torch==1.12.1+cu113"
     # (a CUDA build asked of a Mac, a Python newer than the release), uv's "torch ... has no wheels with a matching
     # platform tag (e.g., `macosx_26_0_x86_64`)" (an x86_64 Python under Rosetta: github.com/vllm-project/vllm-metal
-    # issues/379); not where pip could not reach the index at all
+    # issues/379) or "Distribution `torch==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't
+    # have a source distribution or wheel for the current platform" (a lock file's pin without a macOS arm64 wheel); not
+    # where pip could not reach the index at all
     Signature("torch-missing", r"No matching distribution found for torch(vision|audio)?\b|"
                                r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
-                               r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag",
+                               r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag|"
+                               r"Distribution `torch(vision|audio)?\b[^`\n]{0,200}` can't be installed because it doesn't have a "
+                               r"(source distribution or )?wheel for the current platform",
               unless=(r"Could not fetch URL|ProxyError|SSLError|ConnectionError|Temporary failure in name resolution|"
                       r"Name or service not known|No connection could be made",),
               cause="no torch release on the index has a wheel for this interpreter: its Python version, CPU (an x86_64 Python "

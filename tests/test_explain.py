@@ -725,6 +725,22 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
     assert top("RuntimeError: [FT][ERROR] Assertion fail: /w/csrc/gemm.cc:88\n") != "cuda-compat"
 
 
+def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
+    """Each reading written from dev-53 in stop 43, beside what must not read as it."""
+    # uv refusing a lock file's torch pin that has no wheel for this platform; not another package's
+    uv = ("error: Distribution `%s==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't have a "
+          "source distribution or wheel for the current platform\n")
+    assert code_of(uv % "torch") == ("torch-install", "torch-missing")
+    assert top(uv % "torchmetrics") != "torch-install" and top(uv % "numpy") != "torch-install"
+    # transformers asked for FlashAttention-2 on a model loaded in float32; not the same warning for a half model's other
+    # complaint, nor flash-attn's GPU gate
+    fa2 = ("Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+           "Qwen2ForCausalLM is torch.%s.\n")
+    assert code_of(fa2 % "float32") == ("library-probes", "fa2-needs-half")
+    assert top(fa2 % "float16") != "library-probes"
+    assert top("You are attempting to use Flash Attention 2.0 with a model not initialized on GPU.\n") != "library-probes"
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",
@@ -761,9 +777,6 @@ def test_a_diagnosis_reads_the_operation_dtypes_device_and_library() -> None:
     ("Input type (float) and bias type (struct c10::Half) should be the same", "Input type (Float) and bias type (Half)",
      ["float32", "float16"]),
     ("x is torch.bfloat16, w is torch.float8_e4m3fn", "x is BFloat16, w is Float8_e4m3fn", ["bfloat16", "float8_e4m3fn"]),
-    # copied out of a page's HTML source
-    ("RuntimeError: &quot;addmm_impl_cpu_&quot; not implemented for &#39;Half&#39;",
-     "RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'", ["float16"]),
     # retyped by hand: full-width parentheses, a dtype in another case (dev-12)
     ("Input type （BFLoat16） and bias type (half) Should be the same", "Input type (BFloat16) and bias type (Half)",
      ["bfloat16", "float16"]),

@@ -110,6 +110,12 @@ def test_a_notebooks_traceback_list_is_unescaped_and_a_configs_plain_values_are_
     assert [ln.text for ln in read_text(config).lines] == config.split("\n")
 
 
+def test_a_web_pages_escapes_are_undone_as_the_log_is_read() -> None:
+    page = "RuntimeError: &quot;addmm_impl_cpu_&quot; not implemented for &#39;Half&#39;&nbsp;"
+    assert [ln.text for ln in read_text(page).lines] == ["RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\xa0"]
+    assert top(page) == "cpu-half-kernels"
+
+
 def test_quote_marks_are_taken_off_and_pythons_prompt_is_not() -> None:
     lines = [ln.text for ln in read_text("> a\n>\n> > b\n>>> import torch\n").lines]
     assert lines == ["a", "", "b", ">>> import torch"]

@@ -135,6 +135,16 @@ SIGNATURES = (
               cause="GradScaler (fp16 mixed precision) was given low-precision gradients: the trained weights were loaded or "
                     "cast in bf16/fp16; it keeps fp32 weights and unscales fp32 gradients",
               remedies=(FP32_MASTER_WEIGHTS,)),
+    # transformers asked for FlashAttention-2 on a model loaded in float32 (src/transformers/modeling_utils.py,
+    # _check_and_enable_flash_attn_2, its own spelling: "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16
+    # dtypes, but the current dype in Qwen2ForCausalLM is torch.float32"): flash-attn's kernels refuse it next
+    # (the dtypes as explain spells them: torch.float16 reads Half)
+    Signature("fa2-needs-half", r"Flash ?Attention ?2(\.0)? only supports Half and BFloat16 dtypes, but the current dt?ype in \w+ "
+                                r"is Float\b",
+              cause="the model was loaded in float32 while FlashAttention-2 was asked for: its kernels run fp16 and bf16 only",
+              remedies=(Remedy("Load the model in bf16 (fp16 on GPUs before compute capability 8.0) where FlashAttention-2 is "
+                               "asked for (`torch_dtype=torch.bfloat16`; the trainer's bf16/fp16 option), or keep float32 with "
+                               "`attn_implementation=\"sdpa\"`", id="half-for-flash-attention"),)),
     Signature("fp16-fails", r"Input type \(\S+\) and (weight|bias) type \(\S+\) should be the same",
               frames=(r"diffusers[/\\]models[/\\]",), frames_required=True, supporting=True,
               cause="part of the UNet or VAE is in another dtype than its input (weights cast partly, or autocast off)"),

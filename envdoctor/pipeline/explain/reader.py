@@ -55,8 +55,8 @@ _JSON_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
 _JSON_LIST_ITEM = re.compile(r'^[ \t]*"(?:[^"\\\n]|\\.)*",[ \t]*$', re.MULTILINE)
 _TRACEBACK = "Traceback (most recent call last)"
 _FRAME_AT = re.compile(r'File "[^"\n]+", line \d+')
-# An HTML page's escapes of the characters a traceback is full of (`File &quot;x.py&quot;`, `&lt;module&gt;`, `&#39;Half&#39;`)
-_HTML_ENTITY = re.compile(r"&(?:quot|lt|gt|amp|#39|#x27|#34);")
+# An HTML page's escapes (`File &quot;x.py&quot;`, `&lt;module&gt;`, `&#39;Half&#39;`): text copied out of a page's source
+_HTML_ENTITY = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+);")
 # A reply's quote marks (`> `, `> > `, `>` alone on a quoted blank line), never Python's `>>> ` prompt
 _QUOTE_MARKS = re.compile(r"^(?:>(?: |$))+", re.MULTILINE)
 # What may stand before "Traceback (most recent call last)" without being a margin: IPython's exception type

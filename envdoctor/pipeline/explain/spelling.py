@@ -11,7 +11,6 @@ are written against; `dtypes_in` reads them back as torch dtype names.
 
 from __future__ import annotations
 
-import html
 import re
 from typing import List
 
@@ -47,8 +46,6 @@ def canonical(text: str) -> str:
     Linux's."""
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
-    if "&" in text and ";" in text:  # copied out of a web page's source or an HTML export: &#39;Half&#39;, &quot;
-        text = html.unescape(text)
     if "Symbol not found" in text:
         text = _DYLD_BARE.sub(r"undefined symbol: \1", _DYLD.sub(r"\1: undefined symbol: \2", text))
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
