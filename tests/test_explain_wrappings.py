@@ -1,8 +1,8 @@
 """A traceback reads the same in every wrapping it arrives in: the corpus's own cases (tests/data/tracebacks), each
 wrapped the way logs reach a user, keep their first diagnosis. The wrappings are those real threads show (the corpus
-has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows line ends, a reply's quote,
-a code block's indent, a logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR
-07-07 02:26:35 [engine.py:448]`), docker compose's service column.
+has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows
+line ends, a reply's quote, a code block's indent, a logger's time and level before every line (LLaVA's `| ERROR |
+stderr |`, vLLM's `ERROR 07-07 02:26:35 [engine.py:448]`), docker compose's service column.
 
 Only the cases no signature was written from are left out (the held-out sets: a failure here would print them)."""
 
