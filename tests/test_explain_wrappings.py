@@ -1,8 +1,10 @@
 """A traceback reads the same in every wrapping it arrives in: the corpus's own cases (tests/data/tracebacks), each
 wrapped the way logs reach a user, keep their first diagnosis. The wrappings are those real threads show (the corpus
 has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows
-line ends, a reply's quote, a code block's indent, a logger's time and level before every line (LLaVA's `| ERROR |
-stderr |`, vLLM's `ERROR 07-07 02:26:35 [engine.py:448]`), docker compose's service column.
+line ends, a reply's quote, a Markdown code block and its indent, a question before it, the same text pasted twice, a
+logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR 07-07 02:26:35
+[engine.py:448]`), docker compose's service column. Prose after a log is not among them: a log whose last words are
+NCCL's is read as stalled there (distributed's last_only reading), and a user's words after it end it otherwise.
 
 Only the cases no signature was written from are left out (the held-out sets: a failure here would print them)."""
 
@@ -33,6 +35,9 @@ ANYWHERE: Dict[str, Callable[[str], str]] = {
     "a web page's escapes": html.escape,
     "a reply's quote": _each_line("> "),
     "a reply's quote in a quote": _each_line("> > "),
+    "a Markdown code block": lambda text: "```python\n%s\n```\n" % text,
+    "a question before it": lambda text: "I get this error when I run the script, what should I do?\n\n" + text,
+    "pasted twice": lambda text: text + "\n" + text,
 }
 # Wrappings whose margin is learned from a traceback's header or frames: read the same where the text holds one.
 AROUND_A_TRACEBACK: Dict[str, Callable[[str], str]] = {

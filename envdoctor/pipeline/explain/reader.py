@@ -14,7 +14,7 @@ Cleaning, so that a log reads as the traceback Python printed:
   own line;
 - torchrun's `[rank0]:` / `[default0]:` and mpirun's `[1,0]<stderr>:` prefixes become
   the line's stream, so interleaved ranks are read one rank at a time;
-- a reply's quote marks (`> `) are taken off every line, and the margin a traceback's
+- a reply's quote marks (`> `) and Markdown's code fences are taken off, and the margin a traceback's
   lines carry (a logger's time and level, docker compose's `app-1  | `, an exception
   group's `| `) off its lines, so its frames and exception line read as Python printed
   them;
@@ -57,6 +57,8 @@ _TRACEBACK = "Traceback (most recent call last)"
 _FRAME_AT = re.compile(r'File "[^"\n]+", line \d+')
 # An HTML page's escapes (`File &quot;x.py&quot;`, `&lt;module&gt;`, `&#39;Half&#39;`): text copied out of a page's source
 _HTML_ENTITY = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+);")
+# A Markdown code fence alone on its line (```` ``` ````, ```` ```python ````, `~~~`): the page's, not the run's output
+_FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$", re.MULTILINE)
 # A reply's quote marks (`> `, `> > `, `>` alone on a quoted blank line), never Python's `>>> ` prompt
 _QUOTE_MARKS = re.compile(r"^(?:>(?: |$))+", re.MULTILINE)
 # What may stand before "Traceback (most recent call last)" without being a margin: IPython's exception type
@@ -188,6 +190,8 @@ def clean_lines(text: str, margin: Margin) -> List[str]:
         text = html.unescape(text)
     if ">" in text and (text.startswith(">") or "\n>" in text):
         text = _QUOTE_MARKS.sub("", text)
+    if ("`" in text or "~" in text) and ("```" in text or "~~~" in text):
+        text = _FENCE.sub("", text)
     text = margin.strip(text)
     if _TRACEBACK in text:
         text = _TRACEBACK_MIDLINE.sub("\n", text)
