@@ -1,10 +1,9 @@
 """A traceback reads the same in every wrapping it arrives in: the corpus's own cases (tests/data/tracebacks), each
 wrapped the way logs reach a user, keep their first diagnosis. The wrappings are those real threads show (the corpus
 has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows
-line ends, a reply's quote, a Markdown code block and its indent, a question before it, the same text pasted twice, a
-logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR 07-07 02:26:35
-[engine.py:448]`), docker compose's service column. Prose after a log is not among them: a log whose last words are
-NCCL's is read as stalled there (distributed's last_only reading), and a user's words after it end it otherwise.
+line ends, a reply's quote, a Markdown code block and its indent, a question before or after it, the same text pasted
+twice, a logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR 07-07 02:26:35
+[engine.py:448]`), docker compose's service column.
 
 Only the cases no signature was written from are left out (the held-out sets: a failure here would print them)."""
 
@@ -38,6 +37,7 @@ ANYWHERE: Dict[str, Callable[[str], str]] = {
     "a Markdown code block": lambda text: "```python\n%s\n```\n" % text,
     "a question before it": lambda text: "I get this error when I run the script, what should I do?\n\n" + text,
     "pasted twice": lambda text: text + "\n" + text,
+    "a question after it": lambda text: text + "\n\nAny idea how to fix this? I tried reinstalling but nothing changed. Thanks!\n",
 }
 # Wrappings whose margin is learned from a traceback's header or frames: read the same where the text holds one.
 AROUND_A_TRACEBACK: Dict[str, Callable[[str], str]] = {
@@ -124,3 +124,12 @@ def test_a_web_pages_escapes_are_undone_as_the_log_is_read() -> None:
 def test_quote_marks_are_taken_off_and_pythons_prompt_is_not() -> None:
     lines = [ln.text for ln in read_text("> a\n>\n> > b\n>>> import torch\n").lines]
     assert lines == ["a", "", "b", ">>> import torch"]
+
+
+def test_the_runs_last_words_are_its_last_error_not_the_users_question_after_them() -> None:
+    """A log whose last words are NCCL's stalled there (distributed's last_only reading); a question the user wrote after
+    the log has no error word and does not end the run, a later error does."""
+    nccl = "node05:44741:44741 [0] NCCL INFO Could not enable P2P between dev 1(=1c000) and dev 0(=1b000)\n"
+    assert top(nccl) == "distributed"
+    assert top(nccl + "\nAny idea how to fix this? Thanks!\n") == "distributed"
+    assert top(nccl + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.json'\n") != "distributed"

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 from envdoctor.pipeline.explain.context import LogContext, read_context
 from envdoctor.pipeline.explain.involved import Involved, involved
 from envdoctor.pipeline.explain.needles import may_match
-from envdoctor.pipeline.explain.reader import LOOSE_CHARS, LogExcerpt, LogLine
+from envdoctor.pipeline.explain.reader import ERROR_WORDS, LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors
 from envdoctor.target.model import Check, Remedy, Signature
@@ -217,18 +217,24 @@ def match(excerpt: LogExcerpt, checks: Sequence[Check]) -> Matching:
     errors = raised_errors(excerpt.lines)
     context = read_context(list(excerpt.context) + _near(excerpt.lines, errors))
     near: List[NearMiss] = []
-    hits, supporting = _hits(errors, excerpt, checks, near)
+    hits, supporting = _hits(errors, excerpt, checks, near, _last_error(errors))
     if not hits:
-        hits, more = _hits(_line_errors(excerpt, errors), excerpt, checks, near)
+        loose = _line_errors(excerpt, errors)
+        hits, more = _hits(loose, excerpt, checks, near, _last_error([*errors, *loose]))
         supporting += more
     return Matching(_diagnoses(hits, context), _unique(near), errors, context, sorted(set(supporting)))
 
 
+def _last_error(errors: Sequence[RaisedError]) -> int:
+    """The line of the run's last error: a raised one, or a line read as a message with an error word in it (a question
+    or a thanks the user wrote after the log is not what the run stopped on)."""
+    return max((e.line for e in errors if e.shape != "line" or ERROR_WORDS.search(e.text)), default=-1)
+
+
 def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[Check],
-          near: List[NearMiss]) -> Tuple[List[_Hit], List[str]]:
+          near: List[NearMiss], last: int) -> Tuple[List[_Hit], List[str]]:
     hits: List[_Hit] = []
     supporting: List[str] = []
-    last = errors[-1].line if errors else -1
     surroundings = _Surroundings(excerpt)
     for error in errors:
         text = canonical(error.text)

@@ -69,7 +69,7 @@ _LAUNCHER_WITHIN = re.compile(_LAUNCHER)
 # Words that open a window: every error line Python, torch, C++ aborts and loggers print carries one
 # ("RuntimeError", "CUDA error", "terminate called ... 'c10::Error'", "WARNING[XFORMERS]"). They all
 # start with a capital, so the regex engine skips the lowercase text of a progress bar at C speed.
-_ERROR_WORDS = re.compile(r"Traceback|File [\"/\\\w<~\[]|Error|ERROR|Exception|CUBLAS|CUDNN|CUDA error|NCCL|Warning|WARNING|"
+ERROR_WORDS = re.compile(r"Traceback|File [\"/\\\w<~\[]|Error|ERROR|Exception|CUBLAS|CUDNN|CUDA error|NCCL|Warning|WARNING|"
                           r"FAILED|Failed|Promotion|No module named|Killed")
 # Lines that say which stack, device and precision the run used.
 _CONTEXT_WORDS = (
@@ -309,7 +309,7 @@ class LogScanner:
             for i in _hit_lines(_CONTEXT, text):
                 self._note_context(self._log_line(first + i, lines[i]))
         done = 0
-        for i in _hit_lines(_ERROR_WORDS, text):
+        for i in _hit_lines(ERROR_WORDS, text):
             self._pass(lines, first, done, i)
             if self._keep_until < first + i:  # a new window: the lines that led to it first
                 self._keep(self._before)
