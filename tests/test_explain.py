@@ -726,7 +726,7 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
-    """Each reading written from dev-53 in stop 43, beside what must not read as it."""
+    """Each reading written from dev-53 and dev-55 in stop 43, beside what must not read as it."""
     # uv refusing a lock file's torch pin that has no wheel for this platform; not another package's
     uv = ("error: Distribution `%s==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't have a "
           "source distribution or wheel for the current platform\n")
@@ -739,6 +739,15 @@ def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
     assert code_of(fa2 % "float32") == ("library-probes", "fa2-needs-half")
     assert top(fa2 % "float16") != "library-probes"
     assert top("You are attempting to use Flash Attention 2.0 with a model not initialized on GPU.\n") != "library-probes"
+    # dev-55: mmcv's op registry without the op's CUDA half, forward or backward; not another device's
+    assert code_of("RuntimeError: ms_deform_attn_impl_forward: implementation for device cuda:0 not found.\n") == (
+        "extension-abi", "import-fails")
+    assert top("RuntimeError: ms_deform_attn_impl_forward: implementation for device xla:0 not found.\n") != "extension-abi"
+    # black output told in words where the user turned the NSFW filter off; not where the filter blanked it
+    blob = "I only get a black blob where the mask is drawn. I have a 1660 Super GPU. I added the --sd-disable-nsfw argument.\n"
+    assert code_of(blob) == ("library-probes", "fp16-overflow")
+    assert top("I only get a black square on my 1660 Super. Potential NSFW content was detected in the output.\n") \
+        != "library-probes"
 
 
 def test_other_failures_get_no_cause() -> None:

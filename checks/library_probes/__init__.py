@@ -35,8 +35,9 @@ _NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)s?(?![A-Za-z])"  # and the plural: "it st
 # letters are word characters), so the prose words are bounded by ASCII letters alone
 _LOSS = r"(?<![A-Za-z])loss(?![A-Za-z])"
 # Blank images told in words: an image model's NaN pixels (an fp16 overflow) become black, the commonest way users see it
+# (an inpainting tool's masked area: "a black blob where the mask is drawn")
 PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
-               r"screen)\b|"
+               r"screen|blobs?|squares?|patch(es)?)\b|"
                r"\b(image|output|result|picture|pic|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
                r"(all |total |totally |completely |pure |just |entirely )?black\b)")
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
@@ -49,6 +50,10 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
 PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
+
+# The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user
+# turned it off (`--sd-disable-nsfw`, `--disable-nsfw-filter`)
+SAFETY_CHECKER = r"(?i)safety[_ ]checker|(?<!disable[-_])\bnsfw\b"
 
 # What `explain` says of an fp16 overflow, however it showed
 BF16_NOT_FP16 = Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
@@ -107,7 +112,7 @@ SIGNATURES = (
     # there: SDXL's VAE (the reason madebyollin/sdxl-vae-fp16-fix exists), GTX 16xx cards (A1111's wiki: they need
     # --precision full --no-half).
     Signature("fp16-overflow", PROSE_NAN, context=(PROSE_FP16,), context_required=True,
-              unless=(r"(?i)safety[_ ]checker|\bnsfw\b",),  # the pipeline's safety checker blanks an image on purpose
+              unless=(SAFETY_CHECKER,),  # the pipeline's safety checker blanks an image on purpose
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN: NaN losses, black images); it was "
                     "trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),
@@ -116,7 +121,7 @@ SIGNATURES = (
     # diffusers' safety checker, which blanks an image on purpose ("Potential NSFW content was detected ... A black image
     # will be returned instead"), nor a training run whose loss went NaN (it diverged: the learning rate as often as fp16,
     # which the signature above reads where fp16 words are near)
-    Signature("fp16-overflow", PROSE_BLACK, unless=(r"(?i)safety[_ ]checker|\bnsfw\b|A black image will be returned instead|"
+    Signature("fp16-overflow", PROSE_BLACK, unless=(SAFETY_CHECKER + r"|A black image will be returned instead|"
                                                     r"\bloss\W{0,3}(=|:|is|of|becomes?|went)?\W{0,3}nan\b",),
               cause="black images are NaN pixels: the image model most likely overflowed in fp16 (the apps' default precision; "
                     "GTX 16xx cards do at any setting)",
