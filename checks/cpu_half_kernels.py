@@ -289,9 +289,11 @@ SIGNATURES = (
     # devices."); accelerate: "fp16 mixed precision requires a GPU (not 'mps')."
     # CTranslate2 (faster-whisper, whisperX) refusing its float16 compute type on the CPU: "Requested float16 compute type,
     # but the target device or backend do not support efficient float16 computation"; diffusers' DiffusionPipeline.to
-    # (src/diffusers/pipelines/pipeline_utils.py): "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device."
+    # (src/diffusers/pipelines/pipeline_utils.py): "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device.";
+    # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,
+    # i.e. use device=0"
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
-                              r"fp16 mixed precision requires a GPU|"
+                              r"fp16 mixed precision requires a GPU|half=True only compatible with GPU export|"
                               r"Pipelines loaded with `?(torch_)?dtype=Half`? cannot run with `?cpu`? device|"
                               r"Requested float16 compute type, but the target device or backend do not support",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "

@@ -311,7 +311,7 @@ SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes whee
 # (have 'x86_64', need 'arm64e'))" (dyld's words, the line often wrapped before "(have")
 MACHO_WRONG_CPU = r"\(have '?(x86_64|arm64e?)'?, need '?(x86_64|arm64e?)'?\)"
 # The DLLs only torch\lib ships, named alone where a path was cut
-_TORCH_DLLS = r"(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_nvrtc)"
+_TORCH_DLLS = r"(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_\w{1,40})"  # (torch 1.x: caffe2_nvrtc, caffe2_detectron_ops_gpu)
 # WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
 PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
@@ -399,7 +399,10 @@ SIGNATURES = (
                                r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
                                r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag|"
                                r"Distribution `torch(vision|audio)?\b[^`\n]{0,200}` can't be installed because it doesn't have a "
-                               r"(source distribution or )?wheel for the current platform",
+                               r"(source distribution or )?wheel for the current platform|"
+                               # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build
+                               # tools: "ModuleNotFoundError: No module named 'tools.nnwrap'")
+                               r"No module named '?tools\.nnwrap\b",
               unless=(r"Could not fetch URL|ProxyError|SSLError|ConnectionError|Temporary failure in name resolution|"
                       r"Name or service not known|No connection could be made",),
               cause="no torch release on the index has a wheel for this interpreter: its Python version, CPU (an x86_64 Python "
@@ -449,7 +452,8 @@ SIGNATURES = (
     Signature("numpy-abi", r"was removed in the NumPy 2\.0 release|cannot import name '\w+' from 'numpy' \(",
               cause="code written for numpy 1 runs on numpy 2, which removed names from its namespace",
               remedies=(NUMPY_BELOW_2,)),
-    # Windows: torch's own DLLs (torch\lib\c10.dll, fbgemm.dll, shm.dll, cudnn_*.dll) fail to load. Python writes
+    # Windows: torch's own DLLs (torch\lib\c10.dll, fbgemm.dll, shm.dll, cudnn_*.dll) fail to load (WinError 126 and 127 a
+    # DLL or a name in it not found, 193 "%1 is not a valid Win32 application": a DLL of the other bitness or cut short). Python writes
     # `Error loading "<path>" or one of its dependencies` in English whatever the language of the OS text before it
     # ("[WinError 126] 找不到指定的模块。", "Le module spécifié est introuvable."); a notebook's error JSON doubles the
     # backslashes. The usual cause is a missing Visual C++ runtime (libomp140/vcruntime) or a broken install
@@ -461,17 +465,20 @@ SIGNATURES = (
     # the same with the path cut ('Error loading "...fbgemm.dll"'): a DLL only torch\lib ships, named alone
     # (and Python 3.8+'s own words for it: "Could not find module '...\\c10.dll' (or one of its dependencies)", or a title
     # that kept only "[WinError 126] fbgemm.dll")
-    Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError 12[67]\]) \\?["\']?[^"\'\n]*\b%s\.dll|'
+    Signature("torch-dll-failed", r'(?i:error loading|could not find module|\[WinError (12[67]|193)\]) \\?["\']?[^"\'\n]*\b%s\.dll|'
                                   # (or the DLL named first, Windows' words after it: "fbgemm.dll - The specified module could
                                   # not be found")
                                   r'\b%s\.dll\W{1,5}(?i:the specified (module|procedure) could not be found)|' % (_TORCH_DLLS, _TORCH_DLLS) +
+                                  # (or a title that names the DLL before the error: "caffe2_detectron_ops_gpu.dll makes import
+                                  # torch occur OSerror，[WinError 193] %1 is not a valid Win32 application")
+                                  r'\b%s\.dll\b[^\n]{0,80}?\[WinError (12[67]|193)\]|' % _TORCH_DLLS +
                                   # (or Python's own words after it, where a paste wrapped the path mid-word: "...\\to
                                   # <newline> rch\\lib\\c10_cuda.dll" or one of its dependencies")
                                   r'(^|[\\/])%s\.dll"? or one of its dependencies' % _TORCH_DLLS,
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken or mixed (CPU and CUDA builds, two Pythons)",
               remedies=(VC_RUNTIME, REINSTALL_TORCH), unless=(PAGING_FILE,)),
-    Signature("torch-dll-failed", r"\[WinError 12[67]\]|DLL load failed",
+    Signature("torch-dll-failed", r"\[WinError (12[67]|193)\]|DLL load failed",
               frames=(r"(^|/)torch/(__init__|_C)\.py",), frames_required=True,
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
               remedies=(VC_RUNTIME, REINSTALL_TORCH)),
@@ -481,7 +488,7 @@ SIGNATURES = (
               context_required=True,
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
               remedies=(VC_RUNTIME, REINSTALL_TORCH)),
-    Signature("torch-dll-failed", r"\[WinError 12[67]\]", context=(r"torch[\\/]+lib[\\/]+[\w.-]+\.dll",), context_required=True,
+    Signature("torch-dll-failed", r"\[WinError (12[67]|193)\]", context=(r"torch[\\/]+lib[\\/]+[\w.-]+\.dll",), context_required=True,
               cause="a DLL of torch itself (torch\\lib) cannot load: the Microsoft Visual C++ runtime it needs is missing, or "
                     "the install is broken", remedies=(VC_RUNTIME, REINSTALL_TORCH)),
     # "Torch not compiled with CUDA enabled" has two readings, both this check's (DESIGN: a CPU-only wheel on a GPU

@@ -726,7 +726,7 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
-    """Each reading written from dev-53 and dev-55 in stop 43, beside what must not read as it."""
+    """Each reading written from dev-53, dev-55 and dev-56 in stop 43, beside what must not read as it."""
     # uv refusing a lock file's torch pin that has no wheel for this platform; not another package's
     uv = ("error: Distribution `%s==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't have a "
           "source distribution or wheel for the current platform\n")
@@ -748,6 +748,22 @@ def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
     assert code_of(blob) == ("library-probes", "fp16-overflow")
     assert top("I only get a black square on my 1660 Super. Potential NSFW content was detected in the output.\n") \
         != "library-probes"
+    # dev-56: torch 1.x's caffe2 DLLs named before the error, WinError 193 too; not another package's DLL
+    title = "%s.dll makes import torch occur OSerror，[WinError 193] %%1 is not a valid Win32 application\n"
+    assert code_of(title % "caffe2_detectron_ops_gpu") == ("torch-install", "torch-dll-failed")
+    assert top(title % "libzmq") != "torch-install"
+    # Python's own MemoryError, bare or numpy's; not an allocation no machine could hold
+    assert code_of(_traceback("MemoryError", "/x/replay.py")) == ("device-memory", "out-of-memory")
+    numpy_oom = "numpy.core._exceptions._ArrayMemoryError: Unable to allocate %s for an array with shape (1000000, 84, 84)\n"
+    assert code_of(numpy_oom % "6.57 GiB") == ("device-memory", "out-of-memory")
+    assert top(numpy_oom % "7.28 TiB") != "device-memory"
+    # Ultralytics' exporter refusing half precision on the CPU; not its other device guards
+    assert code_of("WARNING ⚠️ half=True only compatible with GPU export, i.e. use device=0\n") == (
+        "cpu-half-kernels", "fp16-refused")
+    assert top("WARNING ⚠️ int8=True only compatible with CPU export\n") != "cpu-half-kernels"
+    # pip building PyPI's torch 0.1.2 source package: no wheel for this interpreter; not another missing module of tools
+    assert code_of("ModuleNotFoundError: No module named 'tools.nnwrap'\n") == ("torch-install", "torch-missing")
+    assert top("ModuleNotFoundError: No module named 'tools.utils'\n") != "torch-install"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -44,10 +44,15 @@ PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|
                   r"\b(slow|steady|gradual)( and (slow|steady|gradual))? increase\b|"
                   r"\b(after|for more than) ~?(\d+|a few|two|three|several) (epochs|iterations|iters|steps)\b",)
 
-# An allocation no GPU could hold (over 10,000 GiB; "Tried to allocate more than 1EB memory"): a size computed wrong (a
-# negative or overflowed shape) or the failure after another one (NCCL's maintainers on an OOM following a broadcast
-# timeout, github.com/NVIDIA/nccl), never memory pressure
-IMPOSSIBLE_SIZE = r"Tried to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{5,}(\.\d+)? ?GiB)"
+# An allocation no GPU could hold (over 10,000 GiB; "Tried to allocate more than 1EB memory", numpy's "Unable to allocate
+# 7.28 TiB for an array"): a size computed wrong (a negative or overflowed shape) or the failure after another one (NCCL's
+# maintainers on an OOM following a broadcast timeout, github.com/NVIDIA/nccl), never memory pressure
+IMPOSSIBLE_SIZE = r"(Tried|Unable) to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{5,}(\.\d+)? ?GiB)"
+
+# What the host's RAM running out asks for, however it showed (the OOM killer's SIGKILL, Python's MemoryError)
+HOST_RAM = Remedy("Give the host's RAM room: load weights with low_cpu_mem_usage / device_map, fewer ranks or DataLoader "
+                  "workers per node, less CPU offload, smaller replay buffers or dataset caches (memory-mapped arrays), or "
+                  "more RAM or swap", id="host-ram")
 
 SIGNATURES = (
     # cuDNN picks a convolution algorithm whose workspace fits in what is free; none fitting reads as this
@@ -121,8 +126,14 @@ SIGNATURES = (
               cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
                     "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
                     "'Out of memory: Killed process' when it was",
-              remedies=(Remedy("Give the host's RAM room: load weights with low_cpu_mem_usage / device_map, fewer ranks or "
-                               "DataLoader workers per node, less CPU offload, or more RAM or swap", id="host-ram"),)),
+              remedies=(HOST_RAM,)),
+    # Python's own MemoryError: an allocation on the host failed (numpy's np.empty for a replay buffer, a dataset read whole),
+    # bare or as numpy words it ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.00 GiB for an array with
+    # shape ..."); not with another message (C++'s "std::bad_alloc: cudaErrorMemoryAllocation" is the GPU's)
+    Signature("out-of-memory", r"^(\w+\.)*(_Array)?MemoryError(: Unable to allocate\b.*)?$", unless=(IMPOSSIBLE_SIZE,),
+              cause="the host ran out of RAM: Python could not allocate memory (a replay buffer or dataset held whole, or a "
+                    "32-bit Python's address space)",
+              remedies=(HOST_RAM,)),
     # DataLoader's workers out of shared memory: /dev/shm (a container's 64 MB by default) holds the batches they hand
     # over (github.com/nianticlabs/simplerecon: docker --shm-size); distributed's probe reads /dev/shm
     Signature("shm-small", DATALOADER_SHM, confirmed_by=("distributed:shm-small",),
