@@ -726,7 +726,7 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
-    """Each reading written from dev-53, dev-55 and dev-56 in stop 43, beside what must not read as it."""
+    """Each reading written from dev-53 and dev-55 to dev-57 in stop 43, beside what must not read as it."""
     # uv refusing a lock file's torch pin that has no wheel for this platform; not another package's
     uv = ("error: Distribution `%s==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't have a "
           "source distribution or wheel for the current platform\n")
@@ -764,6 +764,12 @@ def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
     # pip building PyPI's torch 0.1.2 source package: no wheel for this interpreter; not another missing module of tools
     assert code_of("ModuleNotFoundError: No module named 'tools.nnwrap'\n") == ("torch-install", "torch-missing")
     assert top("ModuleNotFoundError: No module named 'tools.utils'\n") != "torch-install"
+    # dev-57: DGL's libraries built per torch release, missing for this one; not a library of another name
+    assert code_of("FileNotFoundError: Cannot find DGL C++ sparse library at /env/lib/python3.8/site-packages/dgl/dgl_sparse/"
+                   "libdgl_sparse_pytorch_1.9.0.so\n") == ("extension-abi", "import-fails")
+    assert code_of("/opt/dgl/src/runtime/tensordispatch.cc:43: TensorDispatcher: dlopen failed: /env/site-packages/dgl/"
+                   "tensoradapter/pytorch/libtensoradapter_pytorch_1.10.2.so: cannot open shared object file\n")[0] == "extension-abi"
+    assert top("FileNotFoundError: Cannot find library at /env/lib/libdgl_sparse.so\n") != "extension-abi"
 
 
 def test_other_failures_get_no_cause() -> None:

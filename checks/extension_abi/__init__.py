@@ -186,13 +186,14 @@ SIGNATURES = (
                     "has no libtorch_cuda_cu/_cpp",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own compiled code with no build for this GPU or this torch, as the package says it: tiny-cuda-nn's "Could
-    # not find compatible tinycudann extension for compute capability 75", DGL's per-torch library ("There is no such file
-    # `graphbolt_pytorch_2.4.1.dll`": no Windows build for torch 2.4.1), mmcv's op registry ("hard_voxelize_forward_impl:
-    # implementation for device cuda:0 not found", "ms_deform_attn_impl_forward: ...": an mmcv built without its CUDA ops; no
-    # `\w+` before the name's end, which is quadratic on data), a CPU build of DGL beside a GPU ("Device API gpu is not
-    # enabled. Please install the cuda version of dgl")
+    # not find compatible tinycudann extension for compute capability 75", DGL's per-torch libraries ("There is no such file
+    # `graphbolt_pytorch_2.4.1.dll`": no Windows build for torch 2.4.1; "Cannot find DGL C++ sparse library at
+    # .../libdgl_sparse_pytorch_1.9.0.so", "TensorDispatcher: dlopen failed: .../libtensoradapter_pytorch_1.10.2.so"), mmcv's
+    # op registry ("hard_voxelize_forward_impl: implementation for device cuda:0 not found", "ms_deform_attn_impl_forward:
+    # ...": an mmcv built without its CUDA ops; no `\w+` before the name's end, which is quadratic on data), a CPU build of
+    # DGL beside a GPU ("Device API gpu is not enabled. Please install the cuda version of dgl")
     Signature("import-fails", r"(?i:could not find (a )?compatible \w+ extension for compute capability \d+)|"
-                              r"\bgraphbolt_pytorch_[\d.]+\.(dll|so)\b|"
+                              r"\b(lib)?(graphbolt|dgl_sparse|tensoradapter)_pytorch_[\d.]+\.(dll|so|dylib)\b|"
                               r"_impl(_forward|_backward)?: implementation for device cuda(:\d+)? not found|"
                               r"Device API (gpu|cuda) is not enabled",
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
