@@ -47,11 +47,12 @@ HEAD = 1 << 20  # context lines are looked for in the log's first MiB (where run
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _TRACEBACK_MIDLINE = re.compile(r"(?<=[^\n])(?=Traceback \(most recent call last\))")
-# One JSON string on its line, alone or as a key's value (a notebook's "traceback" list, its "evalue")
-_JSON_STRING_LINE = re.compile(r'^\s*(?:"[\w-]+"\s*:\s*)?"((?:[^"\\]|\\.)*)",?\s*$')
+# One JSON string ending its line, alone or as a key's value (a notebook's "traceback" list, its "evalue")
+_JSON_STRING = r'"((?:[^"\\]|\\.)*)",?\s*$'
+_JSON_STRING_LINE = re.compile(r'^\s*(?:"[\w-]+"\s*:\s*)?' + _JSON_STRING)
 # An item of a JSON list of strings on its own line: a notebook's "traceback" list, whose lines need not hold an escape;
 # and a chunk that has one, with its comma (the list's last item has none)
-_JSON_ITEM = re.compile(r'^\s*"((?:[^"\\]|\\.)*)",?\s*$')
+_JSON_ITEM = re.compile(r'^\s*' + _JSON_STRING)
 _JSON_LIST_ITEM = re.compile(r'^[ \t]*"(?:[^"\\\n]|\\.)*",[ \t]*$', re.MULTILINE)
 _TRACEBACK = "Traceback (most recent call last)"
 _FRAME_AT = re.compile(r'File "[^"\n]+", line \d+')
