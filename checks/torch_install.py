@@ -367,9 +367,11 @@ SIGNATURES = (
     # Graviton 1 or a Raspberry Pi's older ARM cores). numpy's OpenBLAS dies the same way on some ARM boards (numpy 1.19.5,
     # github.com/numpy/numpy/issues/18131), and any other package's import can: those in view rule it out
     # (zsh reports the signal in its own words, and the command it killed: "[1]  28461 illegal hardware instruction  python
-    # -c 'import torch'"; read where that command names torch, since a bare `python` there was another package's wheel)
+    # -c 'import torch'"; read where that command names torch, since a bare `python` there was another package's wheel;
+    # Python's faulthandler: "Fatal Python error: Illegal instruction")
     Signature("torch-import-failed", r"^\W*[Ii]llegal [Ii]nstruction\b|\n\W*[Ii]llegal [Ii]nstruction\b|^\W*非法指令|\n\W*非法指令|"
-                                                  r"<Signals\.SIGILL: 4>|\bSIGILL\b|\billegal hardware instruction\b[^\n]*\btorch\b",
+                                                  r"<Signals\.SIGILL: 4>|\bSIGILL\b|\billegal hardware instruction\b[^\n]*\btorch\b|"
+                                                  r"Fatal Python error: Illegal instruction\b",
               unless=(r"(?i)numpy|openblas|onnxruntime|tensorflow|^\s*(>>>\s*)?from (?!torch\b)\w+|"
                       r"^\s*(>>>\s*)?import (?!torch\b)\w+",),
               cause="torch's compiled code uses an instruction this CPU does not have (AVX/AVX2 on an older x86 CPU, newer "

@@ -726,7 +726,7 @@ def test_the_readings_written_in_stop_42_and_their_look_alikes() -> None:
 
 
 def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
-    """Each reading written from dev-53 and dev-55 to dev-57 in stop 43, beside what must not read as it."""
+    """Each reading written from dev-53 and dev-55 to dev-58 in stop 43, beside what must not read as it."""
     # uv refusing a lock file's torch pin that has no wheel for this platform; not another package's
     uv = ("error: Distribution `%s==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't have a "
           "source distribution or wheel for the current platform\n")
@@ -770,6 +770,13 @@ def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
     assert code_of("/opt/dgl/src/runtime/tensordispatch.cc:43: TensorDispatcher: dlopen failed: /env/site-packages/dgl/"
                    "tensoradapter/pytorch/libtensoradapter_pytorch_1.10.2.so: cannot open shared object file\n")[0] == "extension-abi"
     assert top("FileNotFoundError: Cannot find library at /env/lib/libdgl_sparse.so\n") != "extension-abi"
+    # dev-58: the ptxas Triton bundles not knowing the GPU's architecture; not ptxas refusing another option's value
+    assert code_of("RuntimeError: Internal Triton PTX codegen error\n`ptxas` stderr:\nptxas fatal   : Value 'sm_121a' is not "
+                   "defined for option 'gpu-name'\n") == ("cuda-compat", "no-kernel-image")
+    assert top("ptxas fatal   : Value 'O5' is not defined for option 'opt-level'\n") != "cuda-compat"
+    # Python's faulthandler reporting SIGILL; not with another package's import in view
+    assert code_of("ARM64/PyTorch Fatal Python error: Illegal instruction\n") == ("torch-install", "torch-import-failed")
+    assert top(">>> import numpy\nFatal Python error: Illegal instruction\n") != "torch-install"
 
 
 def test_other_failures_get_no_cause() -> None:

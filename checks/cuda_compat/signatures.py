@@ -151,11 +151,13 @@ SIGNATURES = (
     # ("[TRT] ... caskUtils.cpp ... trtSmToCask: 0 (Unsupported SM.)", "Error Code 1: Internal Error (Unsupported SM:
     # 0x809)": TensorRT 8.2 on an sm_89 GPU, which 8.5 added; docs.nvidia.com/deeplearning/tensorrt support matrix)
     # (TensorRT 10 says it in words: "Target GPU SM 120 is not supported by this TensorRT release"; Triton's LLVM not
-    # knowing the architecture: "'sm_120' is not a recognized processor for this target (ignoring processor)")
+    # knowing the architecture: "'sm_120' is not a recognized processor for this target (ignoring processor)"; the ptxas
+    # Triton bundles: "ptxas fatal : Value 'sm_121a' is not defined for option 'gpu-name'" on a GB10)
     Signature("no-kernel-image", r"PTX \.version [\d.]+ does not support \.target sm_\d+|"
                                  r"trtSmToCask\b.{0,80}Unsupported SM|Internal Error \(Unsupported SM: 0x[0-9a-f]+\)|"
                                  r"Target GPU SM \d+ is not supported by this TensorRT release|"
-                                 r"'sm_\d+a?' is not a recognized processor for this target",
+                                 r"'sm_\d+a?' is not a recognized processor for this target|"
+                                 r"Value 'sm_\d+[af]?' is not defined for option 'gpu-name'",
               cause="the compiler or engine builder (Triton's PTX, TensorRT) is older than this GPU's architecture",
               remedies=(Remedy("Use a release of the compiler/engine that knows this GPU (TensorRT 8.5+ for sm_89, 10.8+ for "
                                "sm_120; a Triton and torch built with a CUDA that has the architecture)", id="compiler-for-gpu"),
