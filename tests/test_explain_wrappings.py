@@ -3,7 +3,8 @@ wrapped the way logs reach a user, keep their first diagnosis. The wrappings are
 has each): a notebook's error output as JSON, text saved from a web page, colours, torchrun's rank prefixes, Windows
 line ends, a reply's quote, a Markdown code block and its indent, a question before or after it, the same text pasted
 twice, a logger's time and level before every line (LLaVA's `| ERROR | stderr |`, vLLM's `ERROR 07-07 02:26:35
-[engine.py:448]`), docker compose's service column.
+[engine.py:448]`), docker compose's service column, journald's and GitHub Actions' columns (a message of one or two lines
+behind a column is not among them: nothing tells a column from text there).
 
 Only the cases no signature was written from are left out (the held-out sets: a failure here would print them)."""
 
@@ -45,14 +46,20 @@ AROUND_A_TRACEBACK: Dict[str, Callable[[str], str]] = {
         "  " + json.dumps(line) for line in text.split("\n")),
     "a rank's prefix": lambda text: text if _RANKED.search(text) else _each_line("[rank0]: ")(text),
     "a code block's indent": _each_line("    "),
+}
+# A log collector's column before every line: learned from the lines that carry it, three at least, or from a traceback
+COLUMNS: Dict[str, Callable[[str], str]] = {
     "a logger's time and level": _each_line("2023-08-25 08:59:20 | ERROR | stderr | "),
     "vllm's logger": _each_line("ERROR 07-07 02:26:35 [engine.py:448] "),
     "docker compose's service": _each_line("app-1  | "),
+    "journald": _each_line("Nov 27 10:00:00 gpu-box python[812]: "),
+    "github actions' timestamps": _each_line("2024-05-01T12:00:00.1234567Z "),
 }
 _RANKED = re.compile(r"^\[(?:rank|default)\d+\]:", re.MULTILINE)  # a log of several ranks: not one rank's
 _TRACEBACK = re.compile(r'Traceback \(most recent call last\)|File "[^"\n]+", line \d+')
 READ: List[Case] = FIRST + DEV
 WITH_A_TRACEBACK = [c for c in READ if _TRACEBACK.search(c.body)]
+SEVERAL_LINES = [c for c in READ if _TRACEBACK.search(c.body) or sum(1 for ln in c.body.split("\n") if ln.strip()) >= 3]
 
 
 @pytest.mark.parametrize("wrapping", sorted(ANYWHERE))
@@ -69,6 +76,26 @@ def test_every_traceback_reads_the_same_inside_a_margin(wrapping: str) -> None:
     changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body)))
                for c in WITH_A_TRACEBACK if top(wrap(c.body)) != top(c.body)]
     assert changed == []
+
+
+@pytest.mark.parametrize("wrapping", sorted(COLUMNS))
+def test_every_log_of_several_lines_reads_the_same_behind_a_collectors_column(wrapping: str) -> None:
+    assert len(SEVERAL_LINES) >= 1400
+    wrap = COLUMNS[wrapping]
+    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body)))
+               for c in SEVERAL_LINES if top(wrap(c.body)) != top(c.body)]
+    assert changed == []
+
+
+def test_a_column_holds_a_digit_and_nine_in_ten_lines_carry_it() -> None:
+    """Words every line starts with are the log's own (no digit); a column most lines lack is no column."""
+    assert [ln.text for ln in read_text("Using device: cpu\nUsing device: cuda\nUsing device: mps\n").lines] == [
+        "Using device: cpu", "Using device: cuda", "Using device: mps"]
+    mixed = "app-1  | a\napp-1  | b\nsome text\nmore text\nthe end\n"
+    assert [ln.text for ln in read_text(mixed).lines] == mixed.split("\n")[:-1]
+    carried = "app-1  | Illegal instruction (core dumped)\napp-1  | \napp-1 exited with code 132\napp-1  | x\n" \
+              "app-1  | y\napp-1  | z\napp-1  | w\napp-1  | v\napp-1  | u\napp-1  | t\napp-1  | s\n"
+    assert [ln.text for ln in read_text(carried).lines][:3] == ["Illegal instruction (core dumped)", "", "app-1 exited with code 132"]
 
 
 def _errors(text: str) -> List[tuple]:

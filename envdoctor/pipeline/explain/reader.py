@@ -14,10 +14,10 @@ Cleaning, so that a log reads as the traceback Python printed:
   own line;
 - torchrun's `[rank0]:` / `[default0]:` and mpirun's `[1,0]<stderr>:` prefixes become
   the line's stream, so interleaved ranks are read one rank at a time;
-- a reply's quote marks (`> `) and Markdown's code fences are taken off, and the margin a traceback's
-  lines carry (a logger's time and level, docker compose's `app-1  | `, an exception
-  group's `| `) off its lines, so its frames and exception line read as Python printed
-  them;
+- a reply's quote marks (`> `) and Markdown's code fences are taken off, and so are a log
+  collector's column on every line (docker compose's `app-1  | `, a logger's time and
+  level, journald's) and the margin a traceback's own lines carry (an exception group's
+  `| `), so its frames and exception line read as Python printed them;
 - a notebook's error output, each line a JSON string, is unescaped, and so is text saved
   from a web page (`File &quot;x.py&quot;`);
 - UTF-16 logs (a Windows PowerShell `>` redirect) and UTF-8 with a BOM are decoded.
@@ -129,33 +129,73 @@ def looks_binary(head: bytes) -> bool:
     return text.count("\ufffd") > max(8, len(text) // 10)
 
 
-class Margin:
-    """The margin every line of a traceback carries in some logs: a logger's time and level
-    (`2023-08-25 08:59:20 | ERROR | stderr | `), docker compose's service (`app-1  | `), an exception
-    group's `| `. It is what stands before `Traceback (most recent call last)`, or before a frame's two
-    spaces (`app-1  |   File "x.py", line 3`: a paste that begins at its frames). It is taken off that
-    line and every line after it that starts with it, digits aside (a timestamp moves on), until the
-    next header or frame's own margin, or none, replaces it. The line after must carry it too, or it
-    was text, not a margin (`RuntimeError: Traceback (most recent call last):`). A launcher's rank
-    prefix is no margin: it names the line's stream."""
+# Where a log collector's column can end on a line: "| " (docker compose, loggers), "] ", ": ", " - ", a timestamp's "Z "
+_COLUMN_END = re.compile(r"(?:[|\]:Z]|\s-)[ \t]")
+COLUMN_SAMPLE = 200  # the chunk's first lines, of which nine in ten must carry a column
+_DIGIT = re.compile(r"\d")
+
+
+class Margins:
+    """What a log puts before the text a program printed, taken off as the log is read.
+
+    The column a log collector writes before every line (docker compose's `app-1  | `, a logger's
+    `2023-08-25 08:59:20 | ERROR | `, GitHub Actions' `2024-05-01T12:00:00.1234567Z `, journald's
+    `Nov 27 10:00:00 host python[812]: `): the longest start of a chunk's first line, ended as a column
+    ends and holding a digit (a time, a service's index), that nine in ten of its first lines carry,
+    digits aside; a chunk too short to tell keeps the column before it.
+
+    The margin a traceback's lines carry where the rest of the log has none or another (a logger's
+    time and level on a traceback it printed, an exception group's `| `): what stands before
+    `Traceback (most recent call last)`, or before a frame's two spaces (`app-1  |   File "x.py", line
+    3`: a paste that begins at its frames). It is taken off that line and every line after it that
+    starts with it, digits aside, until the next header or frame's own margin, or none, replaces it.
+    The line after must carry it too, or it was text, not a margin (`RuntimeError: Traceback (most
+    recent call last):`).
+
+    A launcher's rank prefix is neither: it names the line's stream."""
 
     def __init__(self) -> None:
-        self.shape: Optional[re.Pattern[str]] = None
+        self.column: Optional[re.Pattern[str]] = None
+        self.traceback: Optional[re.Pattern[str]] = None
 
     def strip(self, text: str) -> str:
-        if self.shape is None and _TRACEBACK not in text and ('"' not in text or 'File "' not in text):
+        self.column = _column(text, self.column)
+        if self.column is not None:
+            text = self.column.sub("", text)
+        if self.traceback is None and _TRACEBACK not in text and ('"' not in text or 'File "' not in text):
             return text
         lines = text.split("\n")
         for i, line in enumerate(lines):
             before = _before_traceback(line)
             if before is not None:
                 shape = _margin_shape(before)
-                self.shape = shape if shape is not None and i + 1 < len(lines) and shape.match(lines[i + 1]) else None
-            if self.shape is not None:
-                m = self.shape.match(line)
+                self.traceback = shape if shape is not None and i + 1 < len(lines) and shape.match(lines[i + 1]) else None
+            if self.traceback is not None:
+                m = self.traceback.match(line)
                 if m:
                     lines[i] = line[m.end():]
         return "\n".join(lines)
+
+
+def _column(text: str, before: Optional[re.Pattern[str]]) -> Optional[re.Pattern[str]]:
+    """The chunk's column (Margins), or the one before it where the chunk has too few lines to tell."""
+    sample = [line for line in text.split("\n", COLUMN_SAMPLE * 2)[:COLUMN_SAMPLE * 2] if line.strip()][:COLUMN_SAMPLE]
+    if len(sample) < 3:
+        return before
+    first = sample[0]
+    launcher = _LAUNCHER_WITHIN.search(first, 0, 120)
+    for end in sorted((m.end() for m in _COLUMN_END.finditer(first, 0, launcher.start() if launcher else 120)), reverse=True):
+        start = first[:end]
+        if _DIGIT.search(start):
+            shape = _digits_aside(start)
+            if sum(1 for line in sample if shape.match(line)) >= 0.9 * len(sample):
+                return re.compile("^" + shape.pattern, re.MULTILINE)
+    return None
+
+
+def _digits_aside(start: str) -> re.Pattern[str]:
+    """The start of a line as a pattern whose numbers may differ (a timestamp moves on, a pid changes)."""
+    return re.compile(re.sub(r"\d+", r"\\d+", re.escape(start)))
 
 
 def _before_traceback(line: str) -> Optional[str]:
@@ -176,11 +216,11 @@ def _margin_shape(before: str) -> Optional[re.Pattern[str]]:
         before = before[:launcher.start()]
     if not before.strip() or _IPYTHON_HEAD.match(before):  # an indent is the parser's to read: frames sit deeper
         return None
-    return re.compile(re.sub(r"\d+", r"\\d+", re.escape(before)))
+    return _digits_aside(before)
 
 
-def clean_lines(text: str, margin: Margin) -> List[str]:
-    """A chunk of log text as the lines a person reading the terminal saw (`margin`: the one the
+def clean_lines(text: str, margins: Margins) -> List[str]:
+    """A chunk of log text as the lines a person reading the terminal saw (`margins`: those the
     log's earlier chunks left open, learned further here)."""
     # (one character looked for first: memchr's speed, where a two-character needle costs 0.6 ms a MiB of progress bars)
     if ("\\" in text and ("\\u001b" in text or "\\n" in text)) or ('"' in text and '",' in text and _JSON_LIST_ITEM.search(text)):
@@ -193,7 +233,7 @@ def clean_lines(text: str, margin: Margin) -> List[str]:
         text = _QUOTE_MARKS.sub("", text)
     if ("`" in text or "~" in text) and ("```" in text or "~~~" in text):
         text = _FENCE.sub("", text)
-    text = margin.strip(text)
+    text = margins.strip(text)
     if _TRACEBACK in text:
         text = _TRACEBACK_MIDLINE.sub("\n", text)
     lines = text.split("\n")
@@ -266,7 +306,7 @@ class LogScanner:
         self._has_text = False
         # The first context lines (the version banner, "Using device: cpu") matter most; the deque keeps the newest.
         self._first_context: List[LogLine] = []
-        self._margin = Margin()
+        self._margins = Margins()
 
     def feed(self, data: bytes) -> None:
         if not data:
@@ -300,7 +340,7 @@ class LogScanner:
         self._lines(text[:cut])
 
     def _lines(self, text: str) -> None:
-        lines = clean_lines(text, self._margin)
+        lines = clean_lines(text, self._margins)
         text = "\n".join(lines)
         self._has_text = self._has_text or bool(text.strip())
         first = self._line + 1
