@@ -88,9 +88,12 @@ def test_every_log_of_several_lines_reads_the_same_behind_a_collectors_column(wr
 
 
 def test_a_column_holds_a_digit_and_nine_in_ten_lines_carry_it() -> None:
-    """Words every line starts with are the log's own (no digit); a column most lines lack is no column."""
+    """Words every line starts with are the log's own (no digit, or an error's own words); a column most lines lack is no
+    column."""
     assert [ln.text for ln in read_text("Using device: cpu\nUsing device: cuda\nUsing device: mps\n").lines] == [
         "Using device: cpu", "Using device: cuda", "Using device: mps"]
+    steps = "".join("step %d loss 0.1 Warning: grad norm %d\n" % (i, i) for i in range(5))
+    assert [ln.text for ln in read_text(steps).lines] == steps.split("\n")[:-1]
     mixed = "app-1  | a\napp-1  | b\nsome text\nmore text\nthe end\n"
     assert [ln.text for ln in read_text(mixed).lines] == mixed.split("\n")[:-1]
     carried = "app-1  | Illegal instruction (core dumped)\napp-1  | \napp-1 exited with code 132\napp-1  | x\n" \

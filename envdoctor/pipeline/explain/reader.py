@@ -133,6 +133,9 @@ def looks_binary(head: bytes) -> bool:
 _COLUMN_END = re.compile(r"(?:[|\]:Z]|\s-)[ \t]")
 COLUMN_SAMPLE = 200  # the chunk's first lines, of which nine in ten must carry a column
 _DIGIT = re.compile(r"\d")
+# Words that make a line's start its content, not a collector's column ("step 12 loss 0.1 Warning: "): Python's and
+# torch's own spellings; a logger's level in capitals (ERROR, WARNING) is a column's
+_CONTENT = re.compile(r"Traceback|Error|Exception|Warning|Fail|Killed|CUDA|NCCL|CUBLAS|CUDNN|File ")
 
 
 class Margins:
@@ -141,8 +144,8 @@ class Margins:
     The column a log collector writes before every line (docker compose's `app-1  | `, a logger's
     `2023-08-25 08:59:20 | ERROR | `, GitHub Actions' `2024-05-01T12:00:00.1234567Z `, journald's
     `Nov 27 10:00:00 host python[812]: `): the longest start of a chunk's first line, ended as a column
-    ends and holding a digit (a time, a service's index), that nine in ten of its first lines carry,
-    digits aside; a chunk too short to tell keeps the column before it.
+    ends, holding a digit (a time, a service's index) and none of an error's own words, that nine in
+    ten of its first lines carry, digits aside; a chunk too short to tell keeps the column before it.
 
     The margin a traceback's lines carry where the rest of the log has none or another (a logger's
     time and level on a traceback it printed, an exception group's `| `): what stands before
@@ -186,7 +189,7 @@ def _column(text: str, before: Optional[re.Pattern[str]]) -> Optional[re.Pattern
     launcher = _LAUNCHER_WITHIN.search(first, 0, 120)
     for end in sorted((m.end() for m in _COLUMN_END.finditer(first, 0, launcher.start() if launcher else 120)), reverse=True):
         start = first[:end]
-        if _DIGIT.search(start):
+        if _DIGIT.search(start) and not _CONTENT.search(start):
             shape = _digits_aside(start)
             if sum(1 for line in sample if shape.match(line)) >= 0.9 * len(sample):
                 return re.compile("^" + shape.pattern, re.MULTILINE)
