@@ -11,8 +11,10 @@ Only the cases no signature was written from are left out (the held-out sets: a 
 from __future__ import annotations
 
 import html
+import io
 import json
 import re
+from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
@@ -163,3 +165,28 @@ def test_the_runs_last_words_are_its_last_error_not_the_users_question_after_the
     assert top(nccl) == "distributed"
     assert top(nccl + "\nAny idea how to fix this? Thanks!\n") == "distributed"
     assert top(nccl + "FileNotFoundError: [Errno 2] No such file or directory: 'data/train.json'\n") != "distributed"
+
+
+@pytest.mark.parametrize("width", [120, 80, 60])
+def test_richs_traceback_box_reads_as_pythons_traceback(tmp_path: Path, width: int) -> None:
+    """rich (typer's, accelerate's and the image UIs' tracebacks) draws the frames in a box, a long path wrapped onto two
+    of its lines at a narrow width: printed here by the real rich, the frames and the error read as Python's own."""
+    from rich.console import Console
+    from rich.traceback import Traceback
+
+    module = tmp_path / "site-packages" / "apex" / "normalization" / "fused_layer_norm.py"
+    module.parent.mkdir(parents=True)
+    module.write_text('def forward(x):\n    raise RuntimeError("expected scalar type Float but found Half")\n')
+    space: dict = {}
+    exec(compile(module.read_text(), str(module), "exec"), space)
+    try:
+        space["forward"](None)
+    except RuntimeError:
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(Traceback())
+    text = out.getvalue()
+    assert "╭" in text and "│" in text
+    (error,) = raised_errors(read_text(text).lines)
+    assert (error.type, error.message) == ("RuntimeError", "expected scalar type Float but found Half")
+    assert error.paths[-1] == module.as_posix()
+    assert top(text) == "apex"

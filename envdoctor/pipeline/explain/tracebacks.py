@@ -1,5 +1,5 @@
 """The raised errors in a log excerpt: Python tracebacks (plain, chained, IPython's
-coloured ones old and new), C++ `what():` aborts, and error lines printed without a
+coloured ones old and new, rich's box), C++ `what():` aborts, and error lines printed without a
 traceback. Each rank's lines are read on their own, so interleaved ranks do not mix.
 
 Pure functions over the reader's LogLines.
@@ -15,7 +15,8 @@ from envdoctor.pipeline.explain.reader import LogLine
 
 MAX_MESSAGE_LINES = 12
 
-_TB_START = re.compile(r"^\s*Traceback \(most recent call last\):?\s*$")
+# (rich's traceback opens a box: "╭──── Traceback (most recent call last) ────╮", the reader having cut it before the words)
+_TB_START = re.compile(r"^\s*Traceback \(most recent call last\):?[\s─╮]*$")
 _IPY_START = re.compile(r"^\s*(?P<type>[A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$")
 _PY_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.*))?')
 # IPython 8: `File /path/x.py:12, in f(a)`; VS Code renders the path as a link: `File [~/path/x.py:12](...)`.
@@ -23,6 +24,11 @@ _IPY_FRAME = re.compile(r"^\s*File \[?(?P<path>[^\s\"\[].*?):(?P<line>\d+)\]?\)?
 # (IPython 8 names the function a cell defined: `Cell In[2], line 2, in forward(x)`)
 _IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)(?:, in (?P<func>[\w<>.]+)(?:\(.*\))?)?|"
                        r"Input In \[(?P<cell2>\d+)\], in .*)\s*$")
+# rich's frames inside the box: "│ /path/to/module.py:34 in forward │" (a long line wraps the function's name onto the next
+# box line, or keeps only the path), and a frame without a file: "│ in <module>:17 │"
+_RICH_FRAME = re.compile(r"^│ (?P<path>[^│\s][^│]*?\.py[xi]?):(?P<line>\d+)(?: in (?P<func>[\w<>.]*))?")
+# a path's first part, alone on a box line: no space in it, from the root, a drive or home
+_RICH_PATH_START = re.compile(r"^(/|[A-Za-z]:\\|~/)[^\s│]*$")
 _IPY_OLD_FRAME = re.compile(r"^(?P<path>\S.*?\.py|<ipython-input-[\w-]+>) in (?P<func>[\w<>.]+)\(")
 _TYPE = (r"(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure|Failed|Fault)|KeyboardInterrupt|StopIteration)"
          r"|c10::\w+|std::\w+")
@@ -74,7 +80,7 @@ def frame_path(path: str) -> str:
 
 
 def _frame(line: str) -> Optional[Frame]:
-    for pattern in (_PY_FRAME, _IPY_FRAME):
+    for pattern in (_PY_FRAME, _IPY_FRAME, _RICH_FRAME):
         m = pattern.match(line)
         if m:
             return Frame(frame_path(m.group("path")), int(m.group("line")), (m.group("func") or "").strip())
@@ -122,6 +128,7 @@ class _Parser:
         # How deep the last frame sat: the exception line is less indented than its frames (at the margin, where a code
         # block's indent or a paste's lost space moved every line), or at the line's start as IPython prints it
         self.frame_indent = 0
+        self.rich_path = ""  # the parts so far of a path rich's box wrapped onto several lines
 
     def parse(self, lines: Sequence[LogLine]) -> List[RaisedError]:
         for entry in lines:
@@ -137,6 +144,10 @@ class _Parser:
         return self.errors
 
     def _line(self, number: int, text: str) -> None:
+        if text.startswith("│ ") and self.frames is not None:
+            text = self._rich_line(text)
+            if not text:
+                return
         if self.message_of is None and not _MAYBE.search(text):
             return
         if _CHAIN.match(text):
@@ -165,6 +176,25 @@ class _Parser:
                 self.frames, self.ipython_type = None, ""
                 return
         self._loose(number, text)
+
+    def _rich_line(self, text: str) -> str:
+        """A line inside rich's traceback box, with a path the box wrapped joined back: "│ /site-packages/apex/
+        normalization/fused_ │", then "│ layer_norm.py:2 in forward │" read as one frame (a long path takes more lines).
+        "" for a path's part before its end."""
+        inner = text[2:].rstrip(" │")
+        if self.rich_path:
+            joined = "│ " + self.rich_path + text[2:]
+            if _RICH_FRAME.match(joined):
+                self.rich_path = ""
+                return joined
+            if inner and " " not in inner:  # the path goes on
+                self.rich_path += inner
+                return ""
+            self.rich_path = ""
+        if _RICH_PATH_START.match(inner) and not _RICH_FRAME.match(text):
+            self.rich_path = inner
+            return ""
+        return text
 
     def _continues(self, text: str) -> bool:
         error = self.message_of
