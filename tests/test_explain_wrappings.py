@@ -14,6 +14,8 @@ import html
 import io
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -190,3 +192,26 @@ def test_richs_traceback_box_reads_as_pythons_traceback(tmp_path: Path, width: i
     assert (error.type, error.message) == ("RuntimeError", "expected scalar type Float but found Half")
     assert error.paths[-1] == module.as_posix()
     assert top(text) == "apex"
+
+
+@pytest.mark.parametrize("style", ["long", "short"])
+def test_pytests_failure_report_reads_as_pythons_traceback(tmp_path: Path, style: str) -> None:
+    """pytest reports a failure with each frame's location after its code, the error on "E" lines and the raising
+    frame's location last (`--tb=long`), or the locations first (`--tb=short`): printed here by the real pytest, the
+    frames and the error read as Python's own."""
+    module = tmp_path / "site-packages" / "apex" / "normalization" / "fused_layer_norm.py"
+    module.parent.mkdir(parents=True)
+    module.write_text('def forward(x):\n    raise RuntimeError("expected scalar type Float but found Half")\n')
+    (tmp_path / "test_model.py").write_text(
+        "import importlib.util\n"
+        "spec = importlib.util.spec_from_file_location('fln', %r)\n"
+        "fln = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(fln)\n\n"
+        "def test_forward():\n    fln.forward(1)\n" % str(module))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=%s" % style, "test_model.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "E   " in run.stdout
+    errors = raised_errors(read_text(run.stdout).lines)
+    reported = [e for e in errors if e.frames]
+    assert reported and reported[0].message == "expected scalar type Float but found Half"
+    assert reported[0].paths[-1].endswith("site-packages/apex/normalization/fused_layer_norm.py")
+    assert top(run.stdout) == "apex"

@@ -1,5 +1,5 @@
 """The raised errors in a log excerpt: Python tracebacks (plain, chained, IPython's
-coloured ones old and new, rich's box), C++ `what():` aborts, and error lines printed without a
+coloured ones old and new, rich's box, pytest's reports), C++ `what():` aborts, and error lines printed without a
 traceback. Each rank's lines are read on their own, so interleaved ranks do not mix.
 
 Pure functions over the reader's LogLines.
@@ -27,6 +27,11 @@ _IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)(?
 # rich's frames inside the box: "│ /path/to/module.py:34 in forward │" (a long line wraps the function's name onto the next
 # box line, or keeps only the path), and a frame without a file: "│ in <module>:17 │"
 _RICH_FRAME = re.compile(r"^│ (?P<path>[^│\s][^│]*?\.py[xi]?):(?P<line>\d+)(?: in (?P<func>[\w<>.]*))?")
+# pytest's report of a failure: each frame's location after its code ("tests/test_x.py:6: ", `--tb=short`'s
+# "site-packages/torch/nn/functional.py:2515: in layer_norm"), the error on "E   " lines, and the raising frame's location
+# last, with the error's type ("site-packages/apex/normalization/fused_layer_norm.py:69: RuntimeError")
+_PYTEST_LOCATION = re.compile(r"^(?P<path>[^\s:][^:\n]*\.py):(?P<line>\d+):(?: in (?P<func>[\w<>.]+)| (?P<type>[\w.]+))?\s*$")
+_PYTEST_ERROR = re.compile(r"^E {1,8}\S")
 # a path's first part, alone on a box line: no space in it, from the root, a drive or home
 _RICH_PATH_START = re.compile(r"^(/|[A-Za-z]:\\|~/)[^\s│]*$")
 _IPY_OLD_FRAME = re.compile(r"^(?P<path>\S.*?\.py|<ipython-input-[\w-]+>) in (?P<func>[\w<>.]+)\(")
@@ -129,6 +134,7 @@ class _Parser:
         # block's indent or a paste's lost space moved every line), or at the line's start as IPython prints it
         self.frame_indent = 0
         self.rich_path = ""  # the parts so far of a path rich's box wrapped onto several lines
+        self.pytest_frames: List[Frame] = []  # pytest's frame locations before the error it shows on "E" lines
 
     def parse(self, lines: Sequence[LogLine]) -> List[RaisedError]:
         for entry in lines:
@@ -144,6 +150,8 @@ class _Parser:
         return self.errors
 
     def _line(self, number: int, text: str) -> None:
+        if self.frames is None and ".py:" in text and self._pytest_location(text):
+            return
         if text.startswith("│ ") and self.frames is not None:
             text = self._rich_line(text)
             if not text:
@@ -176,6 +184,21 @@ class _Parser:
                 self.frames, self.ipython_type = None, ""
                 return
         self._loose(number, text)
+
+    def _pytest_location(self, text: str) -> bool:
+        """pytest's location of a frame: kept for the error its "E" lines will show; the raising frame's, which names the
+        error's type after the error was shown, joins that error's frames."""
+        m = _PYTEST_LOCATION.match(text)
+        if m is None:
+            return False
+        frame = Frame(frame_path(m.group("path")), int(m.group("line")), m.group("func") or "")
+        last = self.errors[-1] if self.errors else None
+        if m.group("type") and last is not None and last.type.rsplit(".", 1)[-1] == m.group("type").rsplit(".", 1)[-1]:
+            last.frames.append(frame)
+            last.shape = "traceback"
+        else:
+            self.pytest_frames.append(frame)
+        return True
 
     def _rich_line(self, text: str) -> str:
         """A line inside rich's traceback box, with a path the box wrapped joined back: "│ /site-packages/apex/
@@ -217,7 +240,11 @@ class _Parser:
             return
         m = _BARE_EXC.search(text)
         if m and self.frames is None:
-            self._add(m.group("type"), m.group("msg"), number, [], "bare")
+            if _PYTEST_ERROR.match(text) and self.pytest_frames:  # pytest's error, after the frames it listed
+                self._add(m.group("type"), m.group("msg"), number, self.pytest_frames, "traceback")
+                self.pytest_frames = []
+            else:
+                self._add(m.group("type"), m.group("msg"), number, [], "bare")
             return
         warn = _NCCL_WARN.search(text)
         if warn and self.frames is None:
