@@ -25,7 +25,7 @@ _IPY_FRAME = re.compile(r"^\s*File \[?(?P<path>[^\s\"\[].*?):(?P<line>\d+)\]?\)?
 _IPY_CELL = re.compile(r"^\s*(?:Cell In ?\[(?P<cell>\d+)\], line (?P<line>\d+)(?:, in (?P<func>[\w<>.]+)(?:\(.*\))?)?|"
                        r"Input In \[(?P<cell2>\d+)\], in .*)\s*$")
 # rich's frames inside the box: "│ /path/to/module.py:34 in forward │" (a long line wraps the function's name onto the next
-# box line, or keeps only the path), and a frame without a file: "│ in <module>:17 │"
+# box line, or keeps only the path)
 _RICH_FRAME = re.compile(r"^│ (?P<path>[^│\s][^│]*?\.py[xi]?):(?P<line>\d+)(?: in (?P<func>[\w<>.]*))?")
 # pytest's report of a failure: each frame's location after its code ("tests/test_x.py:6: ", `--tb=short`'s
 # "site-packages/torch/nn/functional.py:2515: in layer_norm"), the error on "E   " lines, and the raising frame's location
@@ -139,7 +139,7 @@ class _Parser:
     def parse(self, lines: Sequence[LogLine]) -> List[RaisedError]:
         for entry in lines:
             if entry.number in self.after_gap:  # the reader dropped lines before it: nothing carries over
-                self.frames, self.message_of = None, None
+                self.frames, self.message_of, self.pytest_frames = None, None, []
             self._line(entry.number, entry.text)
         if self.frames:
             # A traceback cut before its exception line (a truncated paste, a log cut short): its frames
