@@ -66,29 +66,26 @@ WITH_A_TRACEBACK = [c for c in READ if _TRACEBACK.search(c.body)]
 SEVERAL_LINES = [c for c in READ if _TRACEBACK.search(c.body) or sum(1 for ln in c.body.split("\n") if ln.strip()) >= 3]
 
 
+def _read_otherwise(group: List[Case], wrap: Callable[[str], str]) -> List[str]:
+    """The cases of the group whose first diagnosis the wrapping changes, each with both diagnoses."""
+    return ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body))) for c in group if top(wrap(c.body)) != top(c.body)]
+
+
 @pytest.mark.parametrize("wrapping", sorted(ANYWHERE))
 def test_every_case_reads_the_same_in_a_wrapping_that_never_depends_on_the_text(wrapping: str) -> None:
-    wrap = ANYWHERE[wrapping]
-    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body))) for c in READ if top(wrap(c.body)) != top(c.body)]
-    assert changed == []
+    assert _read_otherwise(READ, ANYWHERE[wrapping]) == []
 
 
 @pytest.mark.parametrize("wrapping", sorted(AROUND_A_TRACEBACK))
 def test_every_traceback_reads_the_same_inside_a_margin(wrapping: str) -> None:
     assert len(WITH_A_TRACEBACK) >= 400
-    wrap = AROUND_A_TRACEBACK[wrapping]
-    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body)))
-               for c in WITH_A_TRACEBACK if top(wrap(c.body)) != top(c.body)]
-    assert changed == []
+    assert _read_otherwise(WITH_A_TRACEBACK, AROUND_A_TRACEBACK[wrapping]) == []
 
 
 @pytest.mark.parametrize("wrapping", sorted(COLUMNS))
 def test_every_log_of_several_lines_reads_the_same_behind_a_collectors_column(wrapping: str) -> None:
     assert len(SEVERAL_LINES) >= 1400
-    wrap = COLUMNS[wrapping]
-    changed = ["%s: %s -> %s" % (c.name, top(c.body), top(wrap(c.body)))
-               for c in SEVERAL_LINES if top(wrap(c.body)) != top(c.body)]
-    assert changed == []
+    assert _read_otherwise(SEVERAL_LINES, COLUMNS[wrapping]) == []
 
 
 def test_a_column_holds_a_digit_and_nine_in_ten_lines_carry_it() -> None:
