@@ -226,6 +226,9 @@ def test_parse_nvcc_version_on_the_real_nvcc():
         ("NVIDIA B200", (10, 0)),
         ("NVIDIA GB200", (10, 0)),
         ("NVIDIA GeForce RTX 5090", (12, 0)),
+        ("NVIDIA GeForce RTX 5050", (12, 0)),
+        ("Quadro RTX 5000", (7, 5)),
+        ("RTX 5000", None),  # Turing's Quadro without its prefix, not a Blackwell GeForce
         ("NVIDIA GB10", (12, 1)),
         ("Some Future GPU", None),
         # as people name the GeForce cards in a log: by number, prefix and case as they come

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
 from envdoctor.target.model import Remedy, Signature
 
 # What `explain` can say from a traceback alone; the live findings name the exact wheel for this GPU and driver.
 WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architecture and this driver: `envdoctor check --only "
                        "cuda-compat` names it and `envdoctor fix` installs it (a GPU newer than the torch, e.g. sm_120 on a "
                        "cu12.4 wheel, needs a newer torch)", id="torch-wheel-for-gpu")
-# A Blackwell GPU named as people name it: RTX 50xx, sm_100/sm_120, B200/GB200, compute capability 10.x/12.x
-BLACKWELL = r"RTX ?50[5-9]0|\bsm_?1[02]\d\b|[Bb]lackwell|\bG?B[23]00\b|compute capability 1[02]\.\d|\bRTX ?50-series\b"
+# A Blackwell GPU named as people name it: by its name in the one name -> capability table (RTX 50xx, B200/GB200, GB10),
+# or by its architecture: sm_100/sm_120, compute capability 10.x/12.x, "RTX 50-series"
+BLACKWELL = "|".join([pattern for pattern, cap in GPU_NAME_CAPABILITY if cap >= (10, 0)]
+                     + [r"\bsm_?1[02]\d\b", r"[Bb]lackwell", r"compute capability 1[02]\.\d", r"\bRTX ?50-series\b"])
 DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
                         "CUDA)", id="driver-upgrade")
 VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "

@@ -120,7 +120,7 @@ GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
     (r"\bGB300\b|\bB300\b", (10, 3)),
     (r"\bThor\b|Jetson T[45]000", (11, 0)),
     (r"\bGB10\b", (12, 1)),
-    (r"\bRTX ?50\d\d|\b50[6-9]0( ?[Tt][Ii])?\b|RTX PRO \d+ Blackwell", (12, 0)),
+    (r"\bRTX ?50[5-9]0|\b50[6-9]0( ?[Tt][Ii])?\b|RTX PRO \d+ Blackwell", (12, 0)),  # not "RTX 5000": Turing's Quadro
 )
 
 # ---------------------------------------------------------------- §3 torch wheels
