@@ -779,6 +779,21 @@ def test_the_readings_written_in_stop_43_and_their_look_alikes() -> None:
     assert top(">>> import numpy\nFatal Python error: Illegal instruction\n") != "torch-install"
 
 
+
+def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
+    """Each reading written in stop 44, beside what must not read as it."""
+    # onnxruntime-gpu's CUDA provider built for another CUDA or cuDNN major, on Linux and Windows; not its TensorRT
+    # provider (TensorRT not installed) nor a DLL of another package
+    ort = ("[E:onnxruntime:Default, provider_bridge_ort.cc:1209 onnxruntime::ProviderLibrary::Get() [ONNXRuntimeError] : 1 : "
+           "FAIL : %s\n")
+    assert code_of(ort % "Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open "
+                         "shared object file: No such file or directory") == ("extension-abi", "import-fails")
+    assert code_of(ort % 'LoadLibrary failed with error 126 "" when trying to load "C:\\venv\\lib\\site-packages\\'
+                         'onnxruntime\\capi\\onnxruntime_providers_cuda.dll"') == ("extension-abi", "import-fails")
+    assert top(ort % 'LoadLibrary failed with error 126 "" when trying to load "C:\\venv\\lib\\site-packages\\'
+                     'onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll"') != "extension-abi"
+    assert top(ort % 'LoadLibrary failed with error 126 "" when trying to load "C:\\app\\zlibwapi.dll"') != "extension-abi"
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

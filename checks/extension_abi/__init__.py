@@ -256,6 +256,21 @@ SIGNATURES = (
               unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
+    # onnxruntime-gpu's CUDA execution provider, a compiled library like any extension, failing to load the CUDA and cuDNN
+    # libraries its build was linked against: "Failed to load library libonnxruntime_providers_cuda.so with error:
+    # libcublasLt.so.11: cannot open shared object file" (a CUDA 11 build on Colab's CUDA 12), Windows' "LoadLibrary failed
+    # with error 126 ... onnxruntime_providers_cuda.dll" (its cuDNN 9 missing beside a torch that brings cuDNN 8), "CUDA_PATH
+    # is set but CUDA wasn't able to be loaded". Its releases each need one CUDA and cuDNN major: onnxruntime-gpu 1.19+ on
+    # PyPI is built for CUDA 12 and cuDNN 9 (onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements)
+    # (not its TensorRT provider: that one fails where TensorRT itself is not installed, and onnxruntime goes on without it)
+    Signature("import-fails", r"Failed to load library libonnxruntime_providers_cuda\.so with error|"
+                              r"LoadLibrary failed with error 126\b[^\n]{0,120}?onnxruntime_providers_cuda\.dll|"
+                              r"can'?t load onnxruntime_providers_cuda\.dll|CUDA_PATH is set but CUDA wasn'?t able to be loaded",
+              cause="onnxruntime-gpu's CUDA provider was built for another CUDA or cuDNN major than this machine (or torch's "
+                    "nvidia-* wheels) provides",
+              remedies=(Remedy("Install the onnxruntime-gpu release built for the CUDA and cuDNN here (1.19+ on PyPI needs CUDA 12 "
+                               "and cuDNN 9, the majors torch's cu12 wheels bring from 2.4; CUDA 11 builds come from "
+                               "onnxruntime's own feed), or the CUDA and cuDNN its release names", id="onnxruntime-for-cuda"),)),
     # WinError 127 in a private compiled module: it looked up a symbol the loaded torch no longer exports (built for
     # another torch: "DLL load failed while importing _fused: The specified procedure could not be found")
     # (and torch's own `_C`, where torch's own import is nowhere in view: a package's `_C` missing a symbol, in any
