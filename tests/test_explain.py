@@ -793,6 +793,12 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert top(ort % 'LoadLibrary failed with error 126 "" when trying to load "C:\\venv\\lib\\site-packages\\'
                      'onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll"') != "extension-abi"
     assert top(ort % 'LoadLibrary failed with error 126 "" when trying to load "C:\\app\\zlibwapi.dll"') != "extension-abi"
+    # Windows' paging file too small to map torch's CUDA DLLs, in any language: host memory, not a broken torch
+    paging = ('OSError: [WinError 1455] %s Error loading "C:\\env\\lib\\site-packages\\torch\\lib\\'
+              'cudnn_cnn_infer64_8.dll" or one of its dependencies.\n')
+    assert code_of(paging % "The paging file is too small for this operation to complete.") == ("device-memory", "out-of-memory")
+    assert code_of(paging % "页面文件太小，无法完成操作。") == ("device-memory", "out-of-memory")
+    assert top(paging.replace("1455", "126") % "The specified module could not be found.") == "torch-install"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

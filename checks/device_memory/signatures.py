@@ -6,6 +6,7 @@ from envdoctor.target.model import Remedy, Signature
 
 from ..cublas.signatures import AFTER_ASSERT
 from ..distributed.signatures import DATALOADER_SHM, SHM_REMEDIES
+from ..torch_install import PAGING_FILE
 
 # How out of memory reads in a traceback, and what causes it:
 #   torch's caching allocator: `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total
@@ -48,6 +49,14 @@ PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|
 # 7.28 TiB for an array"): a size computed wrong (a negative or overflowed shape) or the failure after another one (NCCL's
 # maintainers on an OOM following a broadcast timeout, github.com/NVIDIA/nccl), never memory pressure
 IMPOSSIBLE_SIZE = r"(Tried|Unable) to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{5,}(\.\d+)? ?GiB)"
+
+# WinError 1455 (torch_install's PAGING_FILE: "the paging file is too small for this operation to complete", in the OS's
+# language): Windows has no virtual memory (commit) left to map a DLL, most often torch's CUDA DLLs (cudnn_*, cublas*)
+# loaded again by every DataLoader worker or environment process (github.com/ultralytics/ultralytics and kohya_ss
+# maintainers: a bigger paging file, fewer workers). The DLL itself is fine.
+PAGING_FILE_BIGGER = Remedy("Let Windows' paging file grow (System > Advanced > Performance > Virtual memory: system managed "
+                            "size, on a drive with free space), or start fewer processes that each load torch (DataLoader "
+                            "num_workers, parallel environments)", id="paging-file")
 
 # What the host's RAM running out asks for, however it showed (the OOM killer's SIGKILL, Python's MemoryError)
 HOST_RAM = Remedy("Give the host's RAM room: load weights with low_cpu_mem_usage / device_map, fewer ranks or DataLoader "
@@ -134,6 +143,11 @@ SIGNATURES = (
               cause="the host ran out of RAM: Python could not allocate memory (a replay buffer or dataset held whole, or a "
                     "32-bit Python's address space)",
               remedies=(HOST_RAM,)),
+    # Windows' commit limit reached while a process maps a DLL (torch's, whichever library loads it)
+    Signature("out-of-memory", PAGING_FILE,
+              cause="Windows ran out of virtual memory (the paging file is too small) while loading a library: each process "
+                    "that imports torch maps its CUDA DLLs again",
+              remedies=(PAGING_FILE_BIGGER, HOST_RAM)),
     # DataLoader's workers out of shared memory: /dev/shm (a container's 64 MB by default) holds the batches they hand
     # over (github.com/nianticlabs/simplerecon: docker --shm-size); distributed's probe reads /dev/shm
     Signature("shm-small", DATALOADER_SHM, confirmed_by=("distributed:shm-small",),
