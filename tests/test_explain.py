@@ -799,6 +799,15 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert code_of(paging % "The paging file is too small for this operation to complete.") == ("device-memory", "out-of-memory")
     assert code_of(paging % "页面文件太小，无法完成操作。") == ("device-memory", "out-of-memory")
     assert top(paging.replace("1455", "126") % "The specified module could not be found.") == "torch-install"
+    # a compiled module missing a symbol of Python's C API: built for another Python; torch's own library is torch-install's,
+    # and a symbol that only starts with "Py" is not the C API's
+    assert code_of("ImportError: /env/site-packages/pkg/csim.so: undefined symbol: _Py_ZeroStruct\n") == (
+        "extension-abi", "import-fails")
+    assert code_of("ImportError: dlopen(/env/site-packages/sim/_ext/bindings.so, 2): Symbol not found: __Py_ZeroStruct\n") == (
+        "extension-abi", "import-fails")
+    assert top("python: symbol lookup error: /env/site-packages/torch/lib/libtorch_python.so: undefined symbol: "
+               "PySlice_Unpack\n") == "torch-install"
+    assert top("ImportError: /env/site-packages/pkg/csim.so: undefined symbol: Pythia_init\n") != "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

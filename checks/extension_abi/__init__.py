@@ -158,6 +158,15 @@ SIGNATURES = (
               cause="torchvision's C++ ops (_C, or its image library) did not load: the installed torchvision does not match "
                     "torch (another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
+    # A compiled module missing a symbol of Python's own C API (Py*/_Py*: "undefined symbol: _Py_ZeroStruct", macOS's
+    # "Symbol not found: __Py_ZeroStruct"): built for another Python (Python 2's _Py_ZeroStruct is gone from Python 3),
+    # not for another torch. torch's own libraries missing one are torch-install's (libtorch_python.so's PySlice_Unpack
+    # on a Python 3.6 older than its build)
+    Signature("import-fails", r"(undefined symbol|Symbol not found):? _*Py(_|[A-Z])\w*", unless=(r"torch[\\/]+(lib|_C)\b",),
+              cause="a compiled module was built for another Python version than the one running it",
+              remedies=(Remedy("Reinstall or rebuild the package with the Python that runs it (a wheel for this Python "
+                               "version, or `pip install --force-reinstall --no-cache-dir <package>` in this environment)",
+                               id="extension-for-this-python"),)),
     # A package's own compiled module (`_C`) missing: installed from a source tree or its requirements without building
     # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
     Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._C'|"
