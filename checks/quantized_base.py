@@ -210,9 +210,11 @@ SIGNATURES = (
                         Remedy("Or build bitsandbytes from source for this GPU (CUDA_ARCHS / -DCOMPUTE_CAPABILITY naming its sm)",
                                id="bitsandbytes-from-source"))),
     # bitsandbytes' native library itself not loading (a Linux .so on Windows before 0.43: "[WinError 193] %1 is not a
-    # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open), however the OS words it
+    # valid Win32 application ... libbitsandbytes.so"; a CUDA library the loader cannot open; a preview build missing its
+    # own kernels' symbols: "libbitsandbytes_rocm62.so: undefined symbol: _Z36__device_stub__kOptimizer32bit1State..."),
+    # however the OS words it
     Signature("quantized-fails", r"(?i)(WinError \d+|cannot open shared object|not a valid Win32|LoadLibrary|No such file)"
-                                 r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError)",
+                                 r".{0,200}libbitsandbytes|libbitsandbytes\w*\.(so|dll).{0,200}(cannot open|not a valid|WinError|undefined symbol)",
               cause="bitsandbytes' native library cannot load here (a build for another OS or CUDA, or a missing file)",
               remedies=EXPLAIN_REMEDIES[::-1]),
     # bitsandbytes' int8 matmul (cublasLt) on a GPU its release has no int8 layout for: before 0.37 Turing and newer only

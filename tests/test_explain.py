@@ -808,6 +808,21 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert top("python: symbol lookup error: /env/site-packages/torch/lib/libtorch_python.so: undefined symbol: "
                "PySlice_Unpack\n") == "torch-install"
     assert top("ImportError: /env/site-packages/pkg/csim.so: undefined symbol: Pythia_init\n") != "extension-abi"
+    # dev-60: another package's import, in any case and aliased, before a CUDA runtime library it cannot find; not torch's
+    cudart = "%s\nImportError: libcudart.so.10.0: cannot open shared object file: No such file or directory\n"
+    assert code_of(cudart % "import MultiScaleDeformableAttention as MSDA") == ("extension-abi", "import-fails")
+    assert top(cudart % "import torch as T") != "extension-abi" and top(cudart % "import Torch") != "extension-abi"
+    # bitsandbytes' own library missing its kernels' symbols is quantized-base's; another extension's is extension-abi's
+    symbol = "%s: undefined symbol: _Z36__device_stub__kOptimizer32bit1StateI12hip_bfloat16Li2EEvPT_S2_PfS3_ffffffiffbi\n"
+    assert top(symbol % "/env/site-packages/bitsandbytes/libbitsandbytes_rocm62.so") == "quantized-base"
+    assert top(symbol % "/env/site-packages/xformers/_C.so") == "extension-abi"
+    # a program's own words that CUDA is not available (the probes then decide: a CPU-only torch, no GPU, an old driver);
+    # not that CUDA is, nor a CUDA kernel of a library that is not
+    assert code_of("RuntimeError: CUDA is not available. DiscoArt is unbearably slow on CPU.\n") == (
+        "torch-install", "cpu-only-torch")
+    assert code_of("Error\n cuda is not available in the system. fall back to 'cpu'\n") == ("torch-install", "cpu-only-torch")
+    assert top("INFO: CUDA is available, using GPU 0\n") == "none"
+    assert top("WARNING: the fused CUDA kernel is not available, using the PyTorch implementation\n") == "none"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -50,7 +50,10 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         r"(?!\.? ?A GPU is needed for quantization))|"
                         # (GFPGAN's inference script, under `if not torch.cuda.is_available()`: "The unoptimized RealESRGAN
                         # is slow on CPU. We do not use it.", github.com/TencentARC/GFPGAN inference_gfpgan.py)
-                        r"The unoptimized RealESRGAN is slow on CPU")
+                        r"The unoptimized RealESRGAN is slow on CPU|"
+                        # (a program's own check told in plain words: DiscoArt's "RuntimeError: CUDA is not available.",
+                        # docling's "cuda is not available in the system. fall back to 'cpu'", a plugin's "CUDA not available")
+                        r"(?i:\bcuda (is )?not available\b)")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load

@@ -70,7 +70,9 @@ TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefine
 # An import of a package other than torch and its companions, as a paste shows it (a code line, a notebook cell's echo, a
 # `>>>` prompt), or an integration's "Could not import <package>"
 _OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torchaudio|os|sys|typing|__future__)\b)[\w.]+ import\b|"
-                 r"import (?!(torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[a-z_]\w*\s*$)|"
+                 # (a module's name in any case, aliased or not: "import MultiScaleDeformableAttention as MSDA")
+                 r"import (?!(?i:torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[A-Za-z_]\w*"
+                 r"(\s+as\s+\w+)?\s*$)|"
                  r"Could not import \w+ python package")
 
 SIGNATURES = (
@@ -102,8 +104,9 @@ SIGNATURES = (
     # (and torch's C ABI, the shim compiled extensions call since 2.6: torch_library_impl, aoti_torch_*)
     # (nvcc's runtime entry points too: `__cudaPopCallConfiguration`, which nvcc 9.2+ emits, missing from the CUDA runtime
     # torch 0.4 brought: an extension built with another CUDA; github.com/jwyang/faster-rcnn.pytorch/issues/190)
+    # (bitsandbytes' own native library is quantized-base's)
     Signature("import-fails", r"undefined symbol: (_Z\S+|_*cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
-              unless=(TORCH_OWN_LIBRARY,),
+              unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)\b"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
