@@ -823,6 +823,23 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert code_of("Error\n cuda is not available in the system. fall back to 'cpu'\n") == ("torch-install", "cpu-only-torch")
     assert top("INFO: CUDA is available, using GPU 0\n") == "none"
     assert top("WARNING: the fused CUDA kernel is not available, using the PyTorch implementation\n") == "none"
+    # dev-61: torch's mangled names with a ref-qualifier, wrapped onto the next line, and the linker's "more undefined
+    # references"; not another library's symbols
+    assert code_of("OSError: fbgemm_gpu_config.so: undefined symbol:\n    _ZNR5torch7Library4_defEON3c106detail\n") == (
+        "extension-abi", "import-fails")
+    assert top("OSError: fbgemm_gpu_config.so: undefined symbol:\n    _ZN6google8protobuf7Message\n") != "extension-abi"
+    assert code_of("lib.a(parser.o):(.text+0x30e): more undefined references to `c10::Error::Error(c10::SourceLocation, "
+                   "std::string const&)' follow\n")[0] == "extension-abi"
+    # a library's own CUDA check naming its source file: its kernel lacks the GPU's architecture; torch's own words are
+    # cuda-compat's
+    assert code_of("CUDA error (/w/xformers/third_party/flash-attention/hopper/flash_fwd_launch_template.h:175): no kernel "
+                   "image is available for execution on the device\n") == ("extension-abi", "extension-other-arch")
+    assert top("RuntimeError: CUDA error: no kernel image is available for execution on the device\n") == "cuda-compat"
+    # torch's capability warning wrapped after "is not compatible"; not a sentence that goes on about something else
+    assert code_of("UserWarning: NVIDIA B200 with CUDA capability sm_100 is not compatible\nwith the current PyTorch "
+                   "installation.\n") == ("cuda-compat", "no-kernel-image")
+    assert code_of("NVIDIA B200 with CUDA capability sm_100 is not compatible with this container's driver\n") != (
+        "cuda-compat", "no-kernel-image")
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -110,7 +110,9 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE,
                         Remedy("In a container, give it the driver's compute libraries (NVIDIA_DRIVER_CAPABILITIES=compute,utility)",
                                id="container-compute-capability"))),
-    Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation",
+    # (or the line ends there, where a terminal or a paste wrapped the warning: "... sm_100 is not compatible" / "with the
+    # current PyTorch installation.")
+    Signature("no-kernel-image", r"with CUDA capability sm_(\d+) is not compatible( with the current PyTorch installation|\s*$)",
               frames=(r"torch/cuda/__init__\.py",),
               cause="torch was not built for this GPU's architecture",
               remedies=(WHEEL_FOR_GPU, DRIVER_UPGRADE)),

@@ -113,7 +113,9 @@ SIGNATURES = (
     # (the same with no frame or path in view: a symbol of torch's own C++ namespaces, torch::, c10::, at::, however the
     # paste wrote it, "undefined symbol (_ZN5torch3jit17parseSchemaOrNameERKSs)", is what a build against another torch
     # lacks; where torch's own library or import is the one failing, torch-install reads it)
-    Signature("import-fails", r"undefined symbol:? ?\(?_ZN?K?(5torch|3c10|2at)\d+\w+",
+    # (a member function's ref- or const-qualifier in the mangling, _ZNR5torch7Library4_def..., and the symbol on the line
+    # after the colon, as a log that wraps long names prints it)
+    Signature("import-fails", r"undefined symbol:?\s*\(?_ZN?[KRO]*(5torch|3c10|2at)\d+\w+",
               unless=(TORCH_OWN_LIBRARY, r"torch[/\\]+__init__\.py|^\s*(>>>\s*)?import torch\s*$"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
@@ -122,7 +124,7 @@ SIGNATURES = (
     # reference to `c10::detail::torchCheckFail(char const*, ..., std::__cxx11::basic_string<...> const&)'": LAMMPS'
     # pair_nequip against the pip torch's pre-cxx11 libtorch; github.com/mir-group/pair_nequip): a libtorch download of
     # the program's ABI, or the program built with torch's (`torch._C._GLIBCXX_USE_CXX11_ABI`)
-    Signature("import-fails", r"undefined reference to .(c10|at|torch|caffe2)::",
+    Signature("import-fails", r"undefined references? to .(c10|at|torch|caffe2)::",
               cause="the program or extension is linked against a libtorch built with another C++ ABI (cxx11abi) or from "
                     "another release than the one it was compiled with",
               remedies=(Remedy("Link against a libtorch of the same release and C++ ABI as the build (the cxx11-abi download "
@@ -348,6 +350,15 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
     # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
+    # A library's own CUDA check naming its source file and line: "CUDA error (.../third_party/flash-attention/hopper/
+    # flash_fwd_launch_template.h:175): no kernel image is available for execution on the device" (xformers' bundled
+    # FlashAttention 3 on an RTX 50xx). torch's own check prints "CUDA error: ..." with no location, so the kernel that has
+    # no code for this GPU is the library's build, not torch's
+    Signature("extension-other-arch", r"CUDA error \([^()\n]+\.(cuh?|h|hpp|cpp|cc):\d+\):? ?(no kernel image|invalid device function)",
+              cause="a compiled extension's own kernel has no code for this GPU's architecture: its build predates the GPU "
+                    "or left its architecture out",
+              remedies=(REINSTALL_EXTENSION, Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming "
+                                                    "its compute capability)", id="build-for-this-gpu"))),
     Signature("extension-other-arch", r"this function is for sm_?\d+, but was built for sm_?\d+",
               cause="a compiled extension (xformers, or another CUTLASS-based kernel) was built for another GPU architecture "
                     "than this GPU's",
