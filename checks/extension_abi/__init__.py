@@ -348,8 +348,6 @@ SIGNATURES = (
               cause="xformers' compiled kernels do not load: built for another torch, CUDA or Python (or never built, from a "
                     "source install): its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
-    # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
-    # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
     # A library's own CUDA check naming its source file and line: "CUDA error (.../third_party/flash-attention/hopper/
     # flash_fwd_launch_template.h:175): no kernel image is available for execution on the device" (xformers' bundled
     # FlashAttention 3 on an RTX 50xx). torch's own check prints "CUDA error: ..." with no location, so the kernel that has
@@ -358,7 +356,9 @@ SIGNATURES = (
               cause="a compiled extension's own kernel has no code for this GPU's architecture: its build predates the GPU "
                     "or left its architecture out",
               remedies=(REINSTALL_EXTENSION, Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming "
-                                                    "its compute capability)", id="build-for-this-gpu"))),
+                                                    "its compute capability)", id="build-extension-for-gpu"))),
+    # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
+    # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
     Signature("extension-other-arch", r"this function is for sm_?\d+, but was built for sm_?\d+",
               cause="a compiled extension (xformers, or another CUTLASS-based kernel) was built for another GPU architecture "
                     "than this GPU's",
