@@ -840,6 +840,12 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
                    "installation.\n") == ("cuda-compat", "no-kernel-image")
     assert code_of("NVIDIA B200 with CUDA capability sm_100 is not compatible with this container's driver\n") != (
         "cuda-compat", "no-kernel-image")
+    # dev-62: torch 0.4's NCCL words and Lightning 1.x's words for no GPU; not NCCL's other error, nor GPUs found
+    assert code_of("NCCL Error 1: unhandled cuda error\n") == ("distributed", "collective-fails")
+    assert code_of("NCCL Error 2: unhandled system error\n") != ("distributed", "collective-fails")
+    assert code_of("pytorch_lightning.utilities.exceptions.MisconfigurationException: GPUs requested but none are "
+                   "available.\n") == ("torch-install", "cpu-only-torch")
+    assert top("INFO: GPUs requested: 2, available: 2\n") == "none"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

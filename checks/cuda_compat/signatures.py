@@ -38,6 +38,8 @@ def unavailable(device: str) -> str:
 # no CUDA or XPU device ("Unsloth currently only works on NVIDIA GPUs and Intel GPUs", unsloth/__init__.py)
 _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu backend found|"
                         r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available|"
+                        # (Lightning 1.x's MisconfigurationException: "GPUs requested but none are available.")
+                        r"GPUs requested but none are available|"
                         r"Unsloth (currently )?only works on NVIDIA GPUs|"
                         # torch.utils.cpp_extension with a CUDA_HOME but torch.cuda.is_available() False ("No CUDA runtime is
                         # found, using CUDA_HOME=..."); a program's own start-up answer ("Have CUDA:  False", "CUDA
