@@ -846,6 +846,10 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert code_of("pytorch_lightning.utilities.exceptions.MisconfigurationException: GPUs requested but none are "
                    "available.\n") == ("torch-install", "cpu-only-torch")
     assert top("INFO: GPUs requested: 2, available: 2\n") == "none"
+    # dev-63: mmcv's compiled ops (`_ext`) missing, as the `_C` of a package is; not torch's own nor a plain module's
+    assert code_of("ModuleNotFoundError: No module named 'mmcv._ext'\n") == ("extension-abi", "import-fails")
+    assert top("ModuleNotFoundError: No module named 'torch._ext'\n") != "extension-abi"
+    assert top("ModuleNotFoundError: No module named 'mmcv.ext'\n") != "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

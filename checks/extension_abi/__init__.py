@@ -174,7 +174,8 @@ SIGNATURES = (
                                id="extension-for-this-python"),)),
     # A package's own compiled module (`_C`) missing: installed from a source tree or its requirements without building
     # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
-    Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._C'|"
+    # (or its `_ext`, as mmcv names its ops: "No module named 'mmcv._ext'", mmcv-lite or a build without MMCV_WITH_OPS)
+    Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|"
                               r"cannot import name '_C' from '(?!torch')[\w.]+'",
               cause="a package's compiled extension (_C) was never built here, or does not load against this torch",
               remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
