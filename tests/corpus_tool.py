@@ -1,4 +1,4 @@
-"""The traceback corpus's two chores, kept in the repository so that every session scores and splits it the same way.
+"""The traceback corpus's chores, kept in the repository so that every session scores, splits and compares it the same way.
 
     python tests/corpus_tool.py score [SET ...] [--by family|os|expect] [--misses]
         top-1 per set (dev-N, holdout-N, `held` for every holdout-N, `dev` for every dev-N, `arrival` for cases
@@ -9,6 +9,11 @@
     python tests/corpus_tool.py check FILE ...
         what is wrong with new cases before they join the corpus: a missing or unknown header, an address the corpus or
         another new case has already, a file name the corpus has; exits 1 when anything is.
+    python tests/corpus_tool.py dump FILE
+        every case's first diagnosis (check and code) as JSON, to compare before and after a change to the rules.
+    python tests/corpus_tool.py diff BEFORE AFTER
+        the cases whose first diagnosis differs between two dumps: the ones read for rules by name, with what they
+        expect; the held-out ones only as counts (how many changed, how many of those are now right and now wrong).
 
 A new batch (tests/data/tracebacks/GATHERING.md): `check` it, `score arrival --dir` it before reading any of it, copy it
 into the corpus, `split` it, then write signatures against its dev part only.
@@ -17,10 +22,11 @@ into the corpus, `split` it, then write signatures against its dev part only.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_explain import CHECKS, code_of, right  # the test's own verdict, not a copy of it
@@ -102,6 +108,37 @@ def problems(files: List[Path], corpus: List[Case], known: Set[str]) -> Dict[str
     return found
 
 
+def dump(corpus: List[Case]) -> Dict[str, List[str]]:
+    return {c.name: list(code_of(c.body)) for c in corpus}
+
+
+def diff(before: Dict[str, List[str]], after: Dict[str, List[str]], corpus: List[Case]) -> List[str]:
+    """What changed between two dumps, said so that no held-out case is named: reading which held-out case a rule
+    moved is reading it."""
+    lines: List[str] = []
+    held: List[Tuple[bool, bool]] = []  # (right before, right after) per held-out case that changed
+    for case in corpus:
+        old, new = before.get(case.name), after.get(case.name)
+        if old == new:
+            continue
+        if case.header.get("set", "").startswith("holdout-"):
+            held.append((_right_as(old, case), _right_as(new, case)))
+        else:
+            lines.append("%s  expects %s: %s -> %s" % (case.name, case.expect, _shown(old), _shown(new)))
+    lines.append("held-out changed: %d (now right %d, now wrong %d)"
+                 % (len(held), sum(1 for was, now in held if now and not was), sum(1 for was, now in held if was and not now)))
+    return lines
+
+
+def _right_as(got: Optional[Sequence[str]], case: Case) -> bool:
+    check = got[0] if got else "none"
+    return check == case.expect or check in case.also
+
+
+def _shown(got: Optional[Sequence[str]]) -> str:
+    return "/".join(part for part in got if part) if got else "(not in the dump)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -115,12 +152,22 @@ def main() -> None:
     splitting.add_argument("files", nargs="+", type=Path)
     checking = sub.add_parser("check")
     checking.add_argument("files", nargs="+", type=Path)
+    dumping = sub.add_parser("dump")
+    dumping.add_argument("file", type=Path)
+    comparing = sub.add_parser("diff")
+    comparing.add_argument("before", type=Path)
+    comparing.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.command == "score":
         corpus = [load(p) for p in sorted(args.dir.glob("*.txt"))] if args.dir else cases()
         score(args.sets, args.by, args.misses, corpus)
     elif args.command == "split":
         split(args.batch, args.files)
+    elif args.command == "dump":
+        args.file.write_text(json.dumps(dump(cases()), indent=0, sort_keys=True), encoding="utf-8")
+    elif args.command == "diff":
+        read = [json.loads(path.read_text(encoding="utf-8")) for path in (args.before, args.after)]
+        print("\n".join(diff(read[0], read[1], cases())))
     else:
         known = {c.id for c in CHECKS} | {"none"}
         found = problems(args.files, cases(), known)

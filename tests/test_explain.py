@@ -121,6 +121,23 @@ def test_a_new_batch_is_checked_before_it_joins(tmp_path: Path) -> None:
     assert found["none--split.txt"] == ["it has a set already"]
 
 
+def test_comparing_two_dumps_names_no_held_out_case() -> None:
+    """tests/corpus_tool.py diff: a rule's effect on the cases read for rules by name, on the held-out ones as counts."""
+    from corpus_tool import diff
+
+    def case(name: str, expect: str, split: str) -> Case:
+        return Case(name, {"expect": expect, "set": split}, "RuntimeError: x\n")
+
+    corpus = [case("fp8--read-for-rules", "fp8", "dev-9"), case("fp8--held-and-mended", "fp8", "holdout-9"),
+              case("none--held-and-broken", "none", "holdout-9"), case("none--held-the-same", "none", "holdout-9")]
+    before = {"fp8--read-for-rules": ["none", ""], "fp8--held-and-mended": ["none", ""],
+              "none--held-and-broken": ["none", ""], "none--held-the-same": ["none", ""]}
+    after = dict(before, **{"fp8--read-for-rules": ["fp8", "no-fp8-hardware"], "fp8--held-and-mended": ["fp8", "x"],
+                            "none--held-and-broken": ["cublas", "y"]})
+    lines = diff(before, after, corpus)
+    assert lines == ["fp8--read-for-rules  expects fp8: none -> fp8/no-fp8-hardware",
+                     "held-out changed: 2 (now right 1, now wrong 1)"]
+
 def _score(name: str, cases: List[Case]) -> float:
     wrong = [c for c in cases if not right(c)]
     print("  %s: top-1 %d/%d = %.1f%%" % (name, len(cases) - len(wrong), len(cases), 100 * (1 - len(wrong) / len(cases))))
