@@ -852,6 +852,10 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert code_of("CUDA error (/w/xformers/third_party/flash-attention/hopper/flash_fwd_launch_template.h:175): no kernel "
                    "image is available for execution on the device\n") == ("extension-abi", "extension-other-arch")
     assert top("RuntimeError: CUDA error: no kernel image is available for execution on the device\n") == "cuda-compat"
+    assert top("CUDA error (/w/flash_fwd_launch_template.h:175): no kernel image is available for execution on the "
+               "device\non my RTX 5090\n") == "extension-abi"  # whatever GPU the log names
+    assert top("RuntimeError: CUDA error: no kernel image is available for execution on the device\non my RTX 5090\n") \
+        == "cuda-compat"
     # torch's capability warning wrapped after "is not compatible"; not a sentence that goes on about something else
     assert code_of("UserWarning: NVIDIA B200 with CUDA capability sm_100 is not compatible\nwith the current PyTorch "
                    "installation.\n") == ("cuda-compat", "no-kernel-image")

@@ -13,6 +13,10 @@ WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architectur
 # or by its architecture: sm_100/sm_120, compute capability 10.x/12.x, "RTX 50-series"
 BLACKWELL = "|".join([pattern for pattern, cap in GPU_NAME_CAPABILITY if cap >= (10, 0)]
                      + [r"\bsm_?1[02]\d\b", r"[Bb]lackwell", r"compute capability 1[02]\.\d", r"\bRTX ?50-series\b"])
+# A library's own CUDA check naming its source file and line ("CUDA error (.../flash_fwd_launch_template.h:175): no kernel
+# image is available ..."): torch's own check prints "CUDA error: ..." with none, so a kernel without code for the GPU
+# told so is the library's build (extension-abi's reading), whatever GPU the log names
+LOCATED_CUDA_ERROR = r"CUDA error \([^()\n]+\.(cuh?|h|hpp|cpp|cc):\d+\)"
 DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
                         "CUDA)", id="driver-upgrade")
 VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "
@@ -215,7 +219,7 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU,)),
     # The kernel image told in a user's words beside a Blackwell GPU ("plugin fails to load model on Windows (RTX 50-series)
     # – CUDA kernel image error"): the wheel predates sm_120, as every such thread of the corpus settled it
-    Signature("no-kernel-image", r"(?i:\bkernel images?\b)", context=(BLACKWELL,), context_required=True,
+    Signature("no-kernel-image", r"(?i:\bkernel images?\b)", context=(BLACKWELL,), context_required=True, unless=(LOCATED_CUDA_ERROR,),
               cause="the torch wheel has no kernels for this Blackwell GPU (sm_100/sm_120): it predates the architecture "
                     "(torch 2.7+ with CUDA 12.8 has them)",
               remedies=(WHEEL_FOR_GPU,)),

@@ -24,6 +24,7 @@ from __future__ import annotations
 from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
+from ..cuda_compat.signatures import LOCATED_CUDA_ERROR
 from ..torch_install import MACHO_WRONG_CPU, SPLIT_CUDA_LIBRARY
 from .probe import probe
 from .rules import ID, diagnose, summarize
@@ -349,11 +350,10 @@ SIGNATURES = (
               cause="xformers' compiled kernels do not load: built for another torch, CUDA or Python (or never built, from a "
                     "source install): its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
-    # A library's own CUDA check naming its source file and line: "CUDA error (.../third_party/flash-attention/hopper/
-    # flash_fwd_launch_template.h:175): no kernel image is available for execution on the device" (xformers' bundled
-    # FlashAttention 3 on an RTX 50xx). torch's own check prints "CUDA error: ..." with no location, so the kernel that has
-    # no code for this GPU is the library's build, not torch's
-    Signature("extension-other-arch", r"CUDA error \([^()\n]+\.(cuh?|h|hpp|cpp|cc):\d+\):? ?(no kernel image|invalid device function)",
+    # A library's own CUDA check naming its source file and line (cuda-compat's LOCATED_CUDA_ERROR: xformers' bundled
+    # FlashAttention 3 on an RTX 50xx, "CUDA error (.../flash_fwd_launch_template.h:175): no kernel image is available for
+    # execution on the device"): the kernel that has no code for this GPU is the library's build, not torch's
+    Signature("extension-other-arch", LOCATED_CUDA_ERROR + r":? ?(no kernel image|invalid device function)",
               cause="a compiled extension's own kernel has no code for this GPU's architecture: its build predates the GPU "
                     "or left its architecture out",
               remedies=(REINSTALL_EXTENSION, Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming "
