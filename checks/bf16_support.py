@@ -20,7 +20,7 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
+from envdoctor.target.cuda_tables import GPU_CAPABILITY_PATTERNS
 from envdoctor.target.intent import config_evidence, config_subject, dtype_names
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target, available_devices
 from envdoctor.target.platform.menus import bf16_gpu_step
@@ -390,7 +390,7 @@ BF16_REMEDIES = (
 )
 
 # The GPUs named in a log that have no native bf16 (compute capability below 8.0), from the one name -> capability table
-_BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
+_BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap < (8, 0))
 
 SIGNATURES = (
     # torch's own answer told in words: "torch.cuda.is_bf16_supported() returned False" (-> False, is False)

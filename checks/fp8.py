@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
+from envdoctor.target.cuda_tables import GPU_CAPABILITY_PATTERNS
 from envdoctor.target.intent import config_evidence, config_subject
 from envdoctor.target.model import Check, Finding, ProbeContext, Remedy, Severity, Signature, Target
 from envdoctor.target.probekit.gpus import capability_tuple, identity
@@ -311,7 +311,7 @@ FAST_MODE_OFF = Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or us
                        id="fp8-fast-off")
 
 # Any GPU named in a log, from the one name -> capability table (fp8 needs 8.9+; the gate's own words say the rest)
-_GPU_NAMES = "|".join(pattern for pattern, _cap in GPU_NAME_CAPABILITY)
+_GPU_NAMES = "|".join(pattern for pattern, _cap in GPU_CAPABILITY_PATTERNS)
 
 SIGNATURES = (
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",

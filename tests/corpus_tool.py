@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_explain import CHECKS, code_of, right  # the test's own verdict, not a copy of it
+from test_explain import CHECKS, code_of, names_cause, right  # the test's own verdict, not a copy of it
 from tracebacks import SEPARATOR, Case, cases, held_out, load
 
 
@@ -131,8 +131,7 @@ def diff(before: Dict[str, List[str]], after: Dict[str, List[str]], corpus: List
 
 
 def _right_as(got: Optional[Sequence[str]], case: Case) -> bool:
-    check = got[0] if got else "none"
-    return check == case.expect or check in case.also
+    return names_cause(got[0] if got else "none", case)
 
 
 def _shown(got: Optional[Sequence[str]]) -> str:

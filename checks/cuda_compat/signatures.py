@@ -14,9 +14,9 @@ WHEEL_FOR_GPU = Remedy("Install the torch wheel built for this GPU's architectur
 BLACKWELL = "|".join([pattern for pattern, cap in GPU_NAME_CAPABILITY if cap >= (10, 0)]
                      + [r"\bsm_?1[02]\d\b", r"[Bb]lackwell", r"compute capability 1[02]\.\d", r"\bRTX ?50-series\b"])
 # A library's own CUDA check naming its source file and line ("CUDA error (.../flash_fwd_launch_template.h:175): no kernel
-# image is available ..."): torch's own check prints "CUDA error: ..." with none, so a kernel without code for the GPU
-# told so is the library's build (extension-abi's reading), whatever GPU the log names
-LOCATED_CUDA_ERROR = r"CUDA error \([^()\n]+\.(cuh?|h|hpp|cpp|cc):\d+\)"
+# image is available ..."; a Windows path may hold "(x86)"): torch's own check prints "CUDA error: ..." with none, so a
+# kernel without code for the GPU told so is the library's build (extension-abi's reading), whatever GPU the log names
+LOCATED_NO_KERNEL = r"CUDA error \([^\n]*?\.(cuh?|h|hpp|cpp|cc):\d+\):? ?(no kernel image|invalid device function)"
 DRIVER_UPGRADE = Remedy("Or update the NVIDIA driver to one that supports torch's CUDA version (`nvidia-smi` shows the driver's "
                         "CUDA)", id="driver-upgrade")
 VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the container the GPUs (--gpus all), pick a GPU "
@@ -58,8 +58,12 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         # is slow on CPU. We do not use it.", github.com/TencentARC/GFPGAN inference_gfpgan.py)
                         r"The unoptimized RealESRGAN is slow on CPU|"
                         # (a program's own check told in plain words: DiscoArt's "RuntimeError: CUDA is not available.",
-                        # docling's "cuda is not available in the system. fall back to 'cpu'", a plugin's "CUDA not available")
-                        r"(?i:\bcuda (is )?not available\b)")
+                        # docling's "cuda is not available in the system. fall back to 'cpu'", SD.Next's "Torch reports CUDA
+                        # not available"; not as a condition or a contrast, torch's own "GradScaler is enabled, but CUDA is
+                        # not available. Disabling." or a help text's "when CUDA is not available", nor one op's "CUDA is
+                        # not available for deform_conv")
+                        r"(?i:(?<!\bbut )(?<!\bwhen )(?<!\bif )(?<!\bsince )(?<!\bbecause )(?<!\bunless )(?<!\bwhether )"
+                        r"\bcuda (is )?not available\b(?!\s+for\b))")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
@@ -219,7 +223,7 @@ SIGNATURES = (
               remedies=(WHEEL_FOR_GPU,)),
     # The kernel image told in a user's words beside a Blackwell GPU ("plugin fails to load model on Windows (RTX 50-series)
     # – CUDA kernel image error"): the wheel predates sm_120, as every such thread of the corpus settled it
-    Signature("no-kernel-image", r"(?i:\bkernel images?\b)", context=(BLACKWELL,), context_required=True, unless=(LOCATED_CUDA_ERROR,),
+    Signature("no-kernel-image", r"(?i:\bkernel images?\b)", context=(BLACKWELL,), context_required=True, unless=(LOCATED_NO_KERNEL,),
               cause="the torch wheel has no kernels for this Blackwell GPU (sm_100/sm_120): it predates the architecture "
                     "(torch 2.7+ with CUDA 12.8 has them)",
               remedies=(WHEEL_FOR_GPU,)),

@@ -143,10 +143,11 @@ SIGNATURES = (
               cause="the host ran out of RAM: Python could not allocate memory (a replay buffer or dataset held whole, or a "
                     "32-bit Python's address space)",
               remedies=(HOST_RAM,)),
-    # Windows' commit limit reached while a process maps a DLL (torch's, whichever library loads it)
+    # Windows' commit limit reached while a process maps a DLL (torch's, whichever library loads it) or a file (a
+    # safetensors checkpoint's "os error 1455")
     Signature("out-of-memory", PAGING_FILE,
-              cause="Windows ran out of virtual memory (the paging file is too small) while loading a library: each process "
-                    "that imports torch maps its CUDA DLLs again",
+              cause="Windows ran out of virtual memory (the paging file is too small) for what the process mapped: a library "
+                    "(each process that imports torch maps its CUDA DLLs again) or a model file",
               remedies=(PAGING_FILE_BIGGER, HOST_RAM)),
     # DataLoader's workers out of shared memory: /dev/shm (a container's 64 MB by default) holds the batches they hand
     # over (github.com/nianticlabs/simplerecon: docker --shm-size); distributed's probe reads /dev/shm

@@ -24,7 +24,7 @@ from __future__ import annotations
 from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
-from ..cuda_compat.signatures import LOCATED_CUDA_ERROR
+from ..cuda_compat.signatures import LOCATED_NO_KERNEL
 from ..torch_install import MACHO_WRONG_CPU, SPLIT_CUDA_LIBRARY
 from .probe import probe
 from .rules import ID, diagnose, summarize
@@ -71,10 +71,11 @@ TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefine
 # An import of a package other than torch and its companions, as a paste shows it (a code line, a notebook cell's echo, a
 # `>>>` prompt), or an integration's "Could not import <package>"
 _OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torchaudio|os|sys|typing|__future__)\b)[\w.]+ import\b|"
-                 # (a module's name in any case, aliased or not: "import MultiScaleDeformableAttention as MSDA")
-                 r"import (?!(?i:torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[A-Za-z_]\w*"
-                 r"(\s+as\s+\w+)?\s*$)|"
-                 r"Could not import \w+ python package")
+                 r"import (?!(torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[a-z_]\w*\s*$|"
+                 # (or a compiled module aliased, named as research code names its ops or by a compiled suffix: "import
+                 # MultiScaleDeformableAttention as MSDA"; not "import pandas as pd")
+                 + r"import ([A-Z]\w*|\w+%s)\s+as\s+\w+\s*$)|" % COMPILED_SUFFIX
+                 + r"Could not import \w+ python package")
 
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
@@ -107,7 +108,7 @@ SIGNATURES = (
     # torch 0.4 brought: an extension built with another CUDA; github.com/jwyang/faster-rcnn.pytorch/issues/190)
     # (bitsandbytes' own native library is quantized-base's)
     Signature("import-fails", r"undefined symbol: (_Z\S+|_*cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
-              unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)\b"),
+              unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)[^\n]*undefined symbol"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
@@ -168,7 +169,7 @@ SIGNATURES = (
     # "Symbol not found: __Py_ZeroStruct"): built for another Python (Python 2's _Py_ZeroStruct is gone from Python 3),
     # not for another torch. torch's own libraries missing one are torch-install's (libtorch_python.so's PySlice_Unpack
     # on a Python 3.6 older than its build)
-    Signature("import-fails", r"(undefined symbol|Symbol not found):? _*Py(_|[A-Z])\w*", unless=(r"torch[\\/]+(lib|_C)\b",),
+    Signature("import-fails", r"(undefined symbol|Symbol not found):? _*Py(_|[A-Z])\w*", unless=(r"torch[\\/]+(lib|_C)\b|libtorch\w*\.so",),
               cause="a compiled module was built for another Python version than the one running it",
               remedies=(Remedy("Reinstall or rebuild the package with the Python that runs it (a wheel for this Python "
                                "version, or `pip install --force-reinstall --no-cache-dir <package>` in this environment)",
@@ -178,7 +179,7 @@ SIGNATURES = (
     # (or its `_ext`, as mmcv names its ops: "No module named 'mmcv._ext'", mmcv-lite or a build without MMCV_WITH_OPS)
     Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|"
                               r"cannot import name '_C' from '(?!torch')[\w.]+'",
-              cause="a package's compiled extension (_C) was never built here, or does not load against this torch",
+              cause="a package's compiled extension (_C, _ext) was never built here, or does not load against this torch",
               remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
                                "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
                         REINSTALL_EXTENSION)),
@@ -279,9 +280,11 @@ SIGNATURES = (
     # is set but CUDA wasn't able to be loaded". Its releases each need one CUDA and cuDNN major: onnxruntime-gpu 1.19+ on
     # PyPI is built for CUDA 12 and cuDNN 9 (onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements)
     # (not its TensorRT provider: that one fails where TensorRT itself is not installed, and onnxruntime goes on without it)
+    # (nor where what it cannot load is the driver's own libcuda: no NVIDIA driver at all)
     Signature("import-fails", r"Failed to load library libonnxruntime_providers_cuda\.so with error|"
-                              r"LoadLibrary failed with error 126\b[^\n]{0,120}?onnxruntime_providers_cuda\.dll|"
+                              r"LoadLibrary failed with error 126\b[^\n]{0,400}?onnxruntime_providers_cuda\.dll|"
                               r"can'?t load onnxruntime_providers_cuda\.dll|CUDA_PATH is set but CUDA wasn'?t able to be loaded",
+              unless=(r"libcuda\.so",),
               cause="onnxruntime-gpu's CUDA provider was built for another CUDA or cuDNN major than this machine (or torch's "
                     "nvidia-* wheels) provides",
               remedies=(Remedy("Install the onnxruntime-gpu release built for the CUDA and cuDNN here (1.19+ on PyPI needs CUDA 12 "
@@ -350,10 +353,10 @@ SIGNATURES = (
               cause="xformers' compiled kernels do not load: built for another torch, CUDA or Python (or never built, from a "
                     "source install): its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),
-    # A library's own CUDA check naming its source file and line (cuda-compat's LOCATED_CUDA_ERROR: xformers' bundled
+    # A library's own CUDA check naming its source file and line (cuda-compat's LOCATED_NO_KERNEL: xformers' bundled
     # FlashAttention 3 on an RTX 50xx, "CUDA error (.../flash_fwd_launch_template.h:175): no kernel image is available for
     # execution on the device"): the kernel that has no code for this GPU is the library's build, not torch's
-    Signature("extension-other-arch", LOCATED_CUDA_ERROR + r":? ?(no kernel image|invalid device function)",
+    Signature("extension-other-arch", LOCATED_NO_KERNEL,
               cause="a compiled extension's own kernel has no code for this GPU's architecture: its build predates the GPU "
                     "or left its architecture out",
               remedies=(REINSTALL_EXTENSION, Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming "

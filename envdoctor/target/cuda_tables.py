@@ -102,26 +102,35 @@ CUFFT_FIRST_CUDA: Dict[Capability, Cuda] = {(8, 9): (11, 8), (9, 0): (11, 8)}
 
 # docs/facts.md §2 "GPU → compute capability" (developer.nvidia.com/cuda-gpus and the legacy
 # list). Used when nvidia-smi cannot report compute_cap (drivers before ~510 reject
-# the field) and torch cannot see the GPU, and by `explain` for a GPU named in a log, where people
-# write the GeForce cards by their number alone ("a 3090", "2080ti"). Most specific patterns first.
+# the field) and torch cannot see the GPU, and by `explain` for a GPU named in a log. Most specific patterns first.
 GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
     (r"\bK80\b", (3, 7)),
     (r"\bP100\b", (6, 0)),
     (r"\bP40\b|\bP4\b|\bGTX 10\d\d", (6, 1)),
     (r"\bV100\b|\bGV100\b|TITAN V\b", (7, 0)),
-    (r"\bT4\b|\bRTX ?20\d\d|\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b|Quadro RTX", (7, 5)),
+    (r"\bT4\b|\bRTX ?20\d\d|Quadro RTX", (7, 5)),
     (r"\bA100\b|\bA30\b", (8, 0)),
     (r"\bA10G\b", (8, 6)),  # AWS variant of the A10: 8.6 inferred (§2)
-    (r"\bA10\b|\bA40\b|\bA16\b|\bA2\b|RTX A\d000|\bRTX ?30\d\d|\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
+    (r"\bA10\b|\bA40\b|\bA16\b|\bA2\b|RTX A\d000|\bRTX ?30\d\d", (8, 6)),
     (r"\bOrin\b", (8, 7)),
-    (r"\bL40S?\b|\bL4\b|\bRTX ?40\d\d|\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b|Ada Generation", (8, 9)),
+    (r"\bL40S?\b|\bL4\b|\bRTX ?40\d\d|Ada Generation", (8, 9)),
     (r"\bGH200\b|\bH100\b|\bH200\b", (9, 0)),
     (r"\bGB200\b|\bB200\b", (10, 0)),
     (r"\bGB300\b|\bB300\b", (10, 3)),
     (r"\bThor\b|Jetson T[45]000", (11, 0)),
     (r"\bGB10\b", (12, 1)),
-    (r"\bRTX ?50[5-9]0|\b50[6-9]0( ?[Tt][Ii])?\b|RTX PRO \d+ Blackwell", (12, 0)),  # not "RTX 5000": Turing's Quadro
+    (r"\bRTX ?50[5-9]0|RTX PRO \d+ Blackwell", (12, 0)),  # not "RTX 5000": Turing's Quadro
 )
+# The GeForce cards as people write them in a log by their number alone ("a 3090", "2080ti", "4060 Ti 16GB"), read after
+# the names: a bare number may be a line number, a step or a port, so a reading that only needs a GPU's name leaves
+# these out
+GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
+    (r"\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (7, 5)),
+    (r"\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
+    (r"\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (8, 9)),
+    (r"\b50[6-9]0( ?[Tt][Ii])?\b", (12, 0)),
+)
+GPU_CAPABILITY_PATTERNS = GPU_NAME_CAPABILITY + GPU_NUMBER_CAPABILITY
 
 # ---------------------------------------------------------------- §3 torch wheels
 
@@ -284,7 +293,7 @@ def capability_text(cap: Optional[Capability]) -> str:
 
 
 def capability_from_name(name: Optional[str]) -> Optional[Capability]:
-    for pattern, cap in GPU_NAME_CAPABILITY:
+    for pattern, cap in GPU_CAPABILITY_PATTERNS:
         if name and re.search(pattern, name, re.IGNORECASE):
             return cap
     return None
