@@ -289,15 +289,19 @@ SIGNATURES = (
     # devices."); accelerate: "fp16 mixed precision requires a GPU (not 'mps')."
     # CTranslate2 (faster-whisper, whisperX) refusing its float16 compute type on the CPU: "Requested float16 compute type,
     # but the target device or backend do not support efficient float16 computation"; diffusers' DiffusionPipeline.to
-    # (src/diffusers/pipelines/pipeline_utils.py): "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device.";
-    # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,
-    # i.e. use device=0"
+    # (src/diffusers/pipelines/pipeline_utils.py): "Pipelines loaded with `dtype=torch.float16` cannot run with `cpu` device."
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
-                              r"fp16 mixed precision requires a GPU|half=True only compatible with GPU export|"
+                              r"fp16 mixed precision requires a GPU|"
                               r"Pipelines loaded with `?(torch_)?dtype=Half`? cannot run with `?cpu`? device|"
                               r"Requested float16 compute type, but the target device or backend do not support",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
+    # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,
+    # i.e. use device=0" (YOLOv5's export.py: "--half only compatible with GPU export, i.e. use --device 0"); a warning it
+    # exports on after, so only where the run stopped on it
+    Signature("fp16-refused", r"(--half|half=True) only compatible with GPU export", last_only=True,
+              cause="the exporter refuses fp16 where no CUDA GPU is used (the CPU): a half-precision export needs a GPU",
+              remedies=EXPLAIN_REMEDIES[:2]),
     # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing
     # fp16-support in pytorch"); not whisper's own warning, which already fell back ("FP16 is not supported on CPU; using
     # FP32 instead"); or CTranslate2's refusal retold ("Target device doesn't support float16 computation (Can't use GPU)")

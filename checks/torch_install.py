@@ -400,7 +400,7 @@ SIGNATURES = (
     Signature("torch-missing", r"No matching distribution found for torch(vision|audio)?\b|"
                                r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
                                r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag|"
-                               r"Distribution `torch(vision|audio)?\b[^`\n]{0,200}` can't be installed because it doesn't have a "
+                               r"Distribution `torch(vision|audio)?(?![\w.-])[^`\n]{0,200}` can't be installed because it doesn't have a "
                                r"(source distribution or )?wheel for the current platform|"
                                # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build
                                # tools: "ModuleNotFoundError: No module named 'tools.nnwrap'")

@@ -900,6 +900,23 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
                  "Warning: CUDA is not available for deform_conv, using the slow PyTorch implementation"):
         assert top(line + "\nKeyError: 'labels'\n") == "none", line
     assert top("WARNING  Torch reports CUDA not available\n") == "torch-install"
+    # What a review of stop 43's readings showed, each now held: a training log's repeated metrics are its content, not a
+    # collector's column; three warnings a run goes on after (transformers' FlashAttention-2 on float32, Ultralytics' half
+    # export, DGL's tensoradapter) read only where the run stopped on them; uv's refusal of torch-xla is not torch's; the
+    # user's own `safety_checker=None` does not rule black images out
+    metrics = "".join("{'loss': nan, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': %d.0}\n" % n for n in range(12))
+    assert top(metrics + "trained with --fp16\n") == "library-probes"
+    fa2 = ("Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes, but the current dype in "
+           "Qwen2ForCausalLM is torch.float32.\n")
+    assert top(fa2 + _traceback("KeyError: 'labels'", "/x/train.py")) == "none"
+    assert top(fa2) == "library-probes"
+    assert top("WARNING ⚠️ half=True only compatible with GPU export, i.e. use device=0\n"
+               + _traceback("ModuleNotFoundError: No module named 'tensorrt'", "/x/export.py")) != "cpu-half-kernels"
+    assert top("export: --half only compatible with GPU export, i.e. use --device 0\n") == "cpu-half-kernels"
+    assert top("error: Distribution `torch-xla==2.5.0 @ registry+https://pypi.org/simple` can't be installed because it "
+               "doesn't have a source distribution or wheel for the current platform\n") != "torch-install"
+    assert top("pipe = StableDiffusionPipeline.from_pretrained(m, torch_dtype=torch.float16, safety_checker=None)\n"
+               "I get black images with fp16\n") == "library-probes"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

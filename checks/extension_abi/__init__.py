@@ -210,12 +210,15 @@ SIGNATURES = (
     # ...": an mmcv built without its CUDA ops; no `\w+` before the name's end, which is quadratic on data), a CPU build of
     # DGL beside a GPU ("Device API gpu is not enabled. Please install the cuda version of dgl")
     Signature("import-fails", r"(?i:could not find (a )?compatible \w+ extension for compute capability \d+)|"
-                              r"\b(lib)?(graphbolt|dgl_sparse|tensoradapter)_pytorch_[\d.]+\.(dll|so|dylib)\b|"
+                              r"\b(lib)?(graphbolt|dgl_sparse)_pytorch_[\d.]+\.(dll|so|dylib)\b|"
                               r"_impl(_forward|_backward)?: implementation for device cuda(:\d+)? not found|"
                               r"Device API (gpu|cuda) is not enabled",
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
               remedies=(REINSTALL_EXTENSION,)),
+    # (DGL's tensoradapter for this torch missing is a warning DGL goes on after: only where the run stopped on it)
+    Signature("import-fails", r"\blibtensoradapter_pytorch_[\d.]+\.(dll|so|dylib)\b", last_only=True,
+              cause="DGL has no tensoradapter library built for this torch release", remedies=(REINSTALL_EXTENSION,)),
     # A package's compiled part built without CUDA, in its own words ("don't compiled with cuda" from spconv's tensorview, a
     # CPU-only cumm beside a CUDA torch); torch's own "Torch not compiled with CUDA" is torch-install's
     Signature("import-fails", r"(?i:(?<!torch )\b(don'?t|not|wasn'?t|isn'?t) (been )?compiled with (cuda|gpu)\b)",

@@ -52,8 +52,9 @@ PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|float16|--no-h
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user
-# turned it off (`--sd-disable-nsfw`, `--disable-nsfw-filter`)
-SAFETY_CHECKER = r"(?i)safety[_ ]checker|(?<!disable[-_])\bnsfw\b"
+# turned it off (`--sd-disable-nsfw`, `--disable-nsfw-filter`, `safety_checker=None`, and diffusers' own warning then: "You
+# have disabled the safety checker for <class ...> by passing `safety_checker=None`")
+SAFETY_CHECKER = r"(?i)(?<!disabled the )(?<!requires_)safety[_ ]checker(?!\W{0,3}[=:]\s*(None|null|False)\b)|(?<!disable[-_])\bnsfw\b"
 
 # What `explain` says of an fp16 overflow, however it showed
 BF16_NOT_FP16 = Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
@@ -143,9 +144,10 @@ SIGNATURES = (
     # transformers asked for FlashAttention-2 on a model loaded in float32 (src/transformers/modeling_utils.py,
     # _check_and_enable_flash_attn_2, its own spelling: "Flash Attention 2.0 only supports torch.float16 and torch.bfloat16
     # dtypes, but the current dype in Qwen2ForCausalLM is torch.float32"): flash-attn's kernels refuse it next
-    # (the dtypes as explain spells them: torch.float16 reads Half)
+    # (the dtypes as explain spells them: torch.float16 reads Half; a warning the run may go on after, so only where the run
+    # stopped on it)
     Signature("fa2-needs-half", r"Flash ?Attention ?2(\.0)? only supports Half and BFloat16 dtypes, but the current dt?ype in \w+ "
-                                r"is Float\b",
+                                r"is Float\b", last_only=True,
               cause="the model was loaded in float32 while FlashAttention-2 was asked for: its kernels run fp16 and bf16 only",
               remedies=(Remedy("Load the model in bf16 (fp16 on GPUs before compute capability 8.0) where FlashAttention-2 is "
                                "asked for (`torch_dtype=torch.bfloat16`; the trainer's bf16/fp16 option), or keep float32 with "

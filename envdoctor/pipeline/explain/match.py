@@ -236,21 +236,27 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     hits: List[_Hit] = []
     supporting: List[str] = []
     surroundings = _Surroundings(excerpt)
+    read: List[Tuple[RaisedError, List[_Hit]]] = []
     for error in errors:
         text = canonical(error.text)
         folded = text.lower()
         own: List[_Hit] = []
         for check in checks:
             for sig in check.signatures:
-                if sig.last_only and error.line != last:
-                    continue
                 hit = _weigh(check, sig, error, text, folded, surroundings, near)
                 if hit is None:
                     continue
                 if sig.supporting:
-                    supporting.append(check.id)
+                    if not sig.last_only or error.line >= last:
+                        supporting.append(check.id)
                 else:
                     own.append(hit)
+        read.append((error, own))
+    # What the run stopped on, for the readings of a warning it may go on after (Signature.last_only): its last raised or
+    # worded error, or else, where the log has none after it, the last line a signature reads (not a question after it)
+    stopped_on = max([last] + [e.line for e, own in read if own])
+    for error, own in read:
+        own = [h for h in own if not h.signature.last_only or error.line == stopped_on]
         # The family whose frames or context are present, or else whose pattern says more of the message, explains it.
         best = max((h.specificity for h in own), default=(0, 0))
         leaders = {h.check.id for h in own if h.specificity == best}

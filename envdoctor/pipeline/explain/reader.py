@@ -134,8 +134,9 @@ _COLUMN_END = re.compile(r"(?:[|\]:Z]|\s-)[ \t]")
 COLUMN_SAMPLE = 200  # the chunk's first lines, of which nine in ten must carry a column
 _DIGIT = re.compile(r"\d")
 # Words that make a line's start its content, not a collector's column ("step 12 loss 0.1 Warning: "): Python's and
-# torch's own spellings; a logger's level in capitals (ERROR, WARNING) is a column's
-_CONTENT = re.compile(r"Traceback|Error|Exception|Warning|Fail|Killed|CUDA|NCCL|CUBLAS|CUDNN|File ")
+# torch's own spellings, and a training log's metrics (`{'loss': nan, 'grad_norm': nan, ...` repeated on every line is the
+# log, not its margin); a logger's level in capitals (ERROR, WARNING) is a column's
+_CONTENT = re.compile(r"Traceback|Error|Exception|Warning|Fail|Killed|CUDA|NCCL|CUBLAS|CUDNN|File |(?i:(?<![a-z])(loss|nan|inf)(?![a-z]))")
 
 
 class Margins:
@@ -185,14 +186,17 @@ def _column(text: str, before: Optional[re.Pattern[str]]) -> Optional[re.Pattern
     sample = [line for line in text.split("\n", COLUMN_SAMPLE * 2)[:COLUMN_SAMPLE * 2] if line.strip()][:COLUMN_SAMPLE]
     if len(sample) < 3:
         return before
-    first = sample[0]
-    launcher = _LAUNCHER_WITHIN.search(first, 0, 120)
-    for end in sorted((m.end() for m in _COLUMN_END.finditer(first, 0, launcher.start() if launcher else 120)), reverse=True):
-        start = first[:end]
-        if _DIGIT.search(start) and not _CONTENT.search(start):
-            shape = _digits_aside(start)
-            if sum(1 for line in sample if shape.match(line)) >= 0.9 * len(sample):
-                return re.compile("^" + shape.pattern, re.MULTILINE)
+    for at, first in enumerate(sample[:3]):  # (a question or a title the user wrote before the log)
+        rest = sample[at:]
+        if len(rest) < 3:
+            break
+        launcher = _LAUNCHER_WITHIN.search(first, 0, 120)
+        for end in sorted((m.end() for m in _COLUMN_END.finditer(first, 0, launcher.start() if launcher else 120)), reverse=True):
+            start = first[:end]
+            if _DIGIT.search(start) and not _CONTENT.search(start):
+                shape = _digits_aside(start)
+                if sum(1 for line in rest if shape.match(line)) >= 0.9 * len(rest):
+                    return re.compile("^" + shape.pattern, re.MULTILINE)
     return None
 
 

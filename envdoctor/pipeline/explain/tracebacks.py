@@ -210,7 +210,7 @@ class _Parser:
             if _RICH_FRAME.match(joined):
                 self.rich_path = ""
                 return joined
-            if inner and " " not in inner:  # the path goes on
+            if inner and " " not in inner and len(self.rich_path) < 1000:  # the path goes on
                 self.rich_path += inner
                 return ""
             self.rich_path = ""
