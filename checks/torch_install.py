@@ -399,7 +399,9 @@ SIGNATURES = (
     # where pip could not reach the index at all
     Signature("torch-missing", r"No matching distribution found for torch(vision|audio)?\b|"
                                r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
-                               r"\btorch(vision|audio)?\b[^\n]{0,200}? has no wheels with a matching platform tag|"
+                               # (uv naming torch itself, markers and version aside: "Because torch{platform_machine == ...}==2.11.0+cpu
+                               # has no wheels ..."; not torch-xla, nor another package after "only torch<=2.5.1 is available and")
+                               r"\btorch(vision|audio)?(?![\w.-])(\{[^}\n]{0,200}\})?(==[\w.+]+)? has no wheels with a matching platform tag|"
                                r"Distribution `torch(vision|audio)?(?![\w.-])[^`\n]{0,200}` can't be installed because it doesn't have a "
                                r"(source distribution or )?wheel for the current platform|"
                                # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build

@@ -917,6 +917,11 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
                "doesn't have a source distribution or wheel for the current platform\n") != "torch-install"
     assert top("pipe = StableDiffusionPipeline.from_pretrained(m, torch_dtype=torch.float16, safety_checker=None)\n"
                "I get black images with fp16\n") == "library-probes"
+    # uv's "has no wheels with a matching platform tag" for torch itself; not torch-xla's, nor another package's after torch
+    tag = "  ╰─▶ Because %s has no wheels with a matching platform tag, we can conclude that your requirements are unsatisfiable.\n"
+    assert top(tag % "torch==2.5.1") == "torch-install"
+    assert top(tag % "torch-xla==2.5.0") != "torch-install"
+    assert top(tag % "only torch<=2.5.1 is available and xformers==0.0.29") != "torch-install"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
