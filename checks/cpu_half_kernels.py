@@ -313,7 +313,8 @@ SIGNATURES = (
               unless=(r"(?i)using FP32 instead",),
               cause="half precision was asked of the CPU, where this torch lacks the kernels (torch before 2.1)",
               remedies=EXPLAIN_REMEDIES),
-    Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported",
+    # (a warning: torch disables autocast and the run goes on; it explains a run only where the run stopped on it)
+    Signature("fp16-missing", r"In CPU autocast, but the target dtype is not supported", last_only=True,
               cause="CPU autocast does not support the requested half dtype in this torch", remedies=EXPLAIN_REMEDIES),
 )
 

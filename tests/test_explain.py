@@ -922,6 +922,27 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert top(tag % "torch==2.5.1") == "torch-install"
     assert top(tag % "torch-xla==2.5.0") != "torch-install"
     assert top(tag % "only torch<=2.5.1 is available and xformers==0.0.29") != "torch-install"
+    # A sweep of healthy logs and ordinary failures (each line as the tools print it on every run): NCCL's INFO that no
+    # InfiniBand is there, vLLM's start-up advice about memory, stable-diffusion-webui's memory monitor giving up on a Mac
+    # or under DirectML, a CPU CI's pytest skip reasons, CPU autocast disabling itself, "OOM" inside a run's name
+    keyerror = _traceback("KeyError: 'input'", "/x/train.py")
+    for line in ("ws-7:4121:4290 [0] NCCL INFO NET/IB : No device found.",
+                 "INFO 08-14 10:21:44 model_runner.py:1028] CUDA graphs can take additional 1~3 GiB memory per GPU. If you "
+                 "are running out of memory, consider decreasing `gpu_memory_utilization` or enforcing eager mode.",
+                 "Warning: caught exception 'Torch not compiled with CUDA enabled', memory monitor disabled",
+                 "Warning: caught exception 'Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
+                 "and installed a driver from http://www.nvidia.com/Download/index.aspx', memory monitor disabled",
+                 "SKIPPED [5] tests/test_amp.py:12: CUDA not available",
+                 "SKIPPED [4] tests/test_fp8.py:9: FP8 requires compute capability >= 8.9 (H100/Ada)",
+                 "/x/torch/amp/autocast_mode.py:265: UserWarning: In CPU autocast, but the target dtype is not supported. "
+                 "Disabling autocast.",
+                 "wandb: 🚀 View run sdxl-lora-OOM-repro-bs2 at: https://wandb.ai/jdoe/sdxl-lora/runs/zx81kq2d"):
+        assert top(line + "\n" + keyerror) == "none", line
+        if "autocast" not in line:  # (CPU autocast's warning read alone, as the run's last words, is still a reading)
+            assert top(line + "\n100%|██████████| 500/500 [01:02<00:00,  8.01it/s]\n") == "none", line
+    assert top("NCCL WARN NET/IB : No device found.\n") == "distributed"
+    assert top("I keep running out of memory on my 3090\n") == "device-memory"
+    assert top("it OOMs at batch 16, and the OOM-killer took the dataloader\n") == "device-memory"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -105,10 +105,13 @@ SIGNATURES = (
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),
     # Out of GPU memory told in a user's words, with no allocator message pasted: "OOM", "显存不足", "VRAM is full"
-    Signature("out-of-memory", r"\bOOM(s|ed|ing)?\b|显存(不足|不够|溢出|爆|占满)|"
+    # (not "OOM" joined by hyphens on both sides, a name: a run's, a config's, "sdxl-lora-OOM-repro-bs2"; and not
+    # vLLM's start-up advice, "If you are running out of memory, consider decreasing `gpu_memory_utilization`")
+    Signature("out-of-memory", r"(?<!\w-)\bOOM(s|ed|ing)?\b|\bOOM(s|ed|ing)?\b(?!-\w)|显存(不足|不够|溢出|爆|占满)|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
                                # mem"; Java's own error is not torch's)
-                               r"(?<!java\.lang\.)\bOutOfMemoryError\b|(?i:(?<![a-z])out of (GPU |CUDA |video )?mem(ory)?\b)|"
+                               r"(?<!java\.lang\.)\bOutOfMemoryError\b|"
+                               r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )out of (GPU |CUDA |video )?mem(ory)?\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
               unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),

@@ -134,7 +134,7 @@ SIGNATURES = (
                     "bootstrap messages do not agree",
               remedies=(Remedy("Install the same torch (and nvidia-nccl-cu* wheel) on every node", id="same-everywhere"),
                         CONFIRM_ACROSS_RANKS)),
-    Signature("infiniband-some", r"NET/IB ?: Got completion from peer .* with error|NET/IB ?: No device found|"
+    Signature("infiniband-some", r"NET/IB ?: Got completion from peer .* with error|(?<!INFO )NET/IB ?: No device found|"
                                  r"ibv_\w+ failed|IB(V)? (device|port) .* (not found|down)",
               across_ranks=True,
               cause="NCCL's InfiniBand/RoCE transport fails between the nodes: InfiniBand missing or down on a node, "

@@ -193,6 +193,14 @@ _ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
 # A program's advice printed after whatever failed ("If you encounter CUDA out of memory, try to set --tile with a smaller
 # number.", Real-ESRGAN's except block): a condition, not a message, so never read as the error itself
 _ADVICE = re.compile(r"^\s*if (you|your)\b", re.IGNORECASE)
+# A test runner's reason for skipping a test ("SKIPPED [5] tests/test_amp.py:12: CUDA not available", `-v`'s
+# "tests/test_amp.py::test_x SKIPPED (CUDA not available)", unittest's "test_x ... skipped 'no GPU'"): the condition the
+# test checked, not an error the run met
+_SKIP_REASON = re.compile(r"^\s*(SKIPPED|XFAIL) \[\d+\] \S+:\d+: |^\S+::\S+ (SKIPPED|XFAIL)\b|\.\.\. skipped ['\"]")
+# An error a program caught and went on past, as it says so: stable-diffusion-webui's memory monitor at start-up ("Warning:
+# caught exception 'Torch not compiled with CUDA enabled', memory monitor disabled", on every Mac; "'Found no NVIDIA
+# driver on your system...'" under DirectML): the webui runs on, on the device it has
+_HANDLED = re.compile(r"^\s*Warning: caught exception '.*', memory monitor disabled\s*$")
 
 
 def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
@@ -203,7 +211,7 @@ def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[Rai
     found: List[RaisedError] = []
     for ln in lines:
         text = ln.text.strip()[:LOOSE_CHARS]
-        if _ADVICE.match(text):
+        if _ADVICE.match(text) or _SKIP_REASON.search(text) or _HANDLED.match(text):
             continue
         answer = _ANSWER.match(text)
         if answer and found and found[-1].message.endswith(")") and found[-1].line == ln.number - 1:
