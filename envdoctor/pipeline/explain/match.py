@@ -248,23 +248,16 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     for error in errors:
         text = canonical(error.text)
         folded = text.lower()
-        own: List[_Hit] = []
-        for check in checks:
-            for sig in check.signatures:
-                hit = _weigh(check, sig, error, text, folded, surroundings, near)
-                if hit is None:
-                    continue
-                if sig.supporting:
-                    if not sig.last_only or error.line >= last:
-                        supporting.append(check.id)
-                else:
-                    own.append(hit)
-        read.append((error, own))
+        found = [hit for check in checks for sig in check.signatures
+                 if (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
+        read.append((error, found))
     # What the run stopped on, for the readings of a warning it may go on after (Signature.last_only): its last raised or
     # worded error, or else, where the log has none after it, the last line a signature reads (not a question after it)
-    stopped_on = max([last] + [e.line for e, own in read if own])
-    for error, own in read:
-        own = [h for h in own if not h.signature.last_only or error.line == stopped_on]
+    stopped_on = max([last] + [e.line for e, found in read if any(not h.signature.supporting for h in found)])
+    for error, found in read:
+        kept = [h for h in found if not h.signature.last_only or error.line == stopped_on]
+        supporting.extend(h.check.id for h in kept if h.signature.supporting)
+        own = [h for h in kept if not h.signature.supporting]
         # The family whose frames or context are present, or else whose pattern says more of the message, explains it.
         best = max((h.specificity for h in own), default=(0, 0))
         leaders = {h.check.id for h in own if h.specificity == best}
