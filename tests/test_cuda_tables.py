@@ -238,6 +238,13 @@ def test_parse_nvcc_version_on_the_real_nvcc():
         ("4060 Ti 16GB", (8, 9)),
         ("1920x1080", None),
         ("port 3000", None),
+        # a number that is plainly something else: a line, a step, a port, a fraction or a version
+        ("(3090)", (8, 6)),
+        ("line 2080", None),
+        ("model.py:2080", None),
+        ("step 4090/10000", None),
+        ("MASTER_PORT=3090", None),
+        ("3090.5", None),
     ],
 )
 def test_capability_from_name_follows_gpu_facts_table_2(name, cap):

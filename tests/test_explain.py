@@ -944,6 +944,15 @@ def test_the_readings_written_in_stop_44_and_their_look_alikes() -> None:
     assert top("I keep running out of memory on my 3090\n") == "device-memory"
     assert top("it OOMs at batch 16, and the OOM-killer took the dataloader\n") == "device-memory"
 
+
+def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
+    """Each reading written or narrowed in stop 45, beside what must not read as it."""
+    # a GeForce card named by its number alone is a GPU for bf16's and fp8's gates; a line number, a step or a port is not
+    assert top("ValueError: bf16 is not supported on a 2080 Ti\n") == "bf16-support"
+    assert top("ValueError: bf16 is not supported: the model at line 2080 was saved in bfloat16\n") == "none"
+    assert top("RuntimeError: fp8 e4m3 is not supported on the 3090\n") == "fp8"
+    assert top("RuntimeError: fp8 e4m3 is not supported here (kernel.cu:4090)\n") == "none"
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

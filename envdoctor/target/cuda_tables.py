@@ -123,12 +123,17 @@ GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
 )
 # The GeForce cards as people write them in a log by their number alone ("a 3090", "2080ti", "4060 Ti 16GB"), read after
 # the names: a bare number may be a line number, a step or a port, so a reading that only needs a GPU's name leaves
-# these out
-GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
-    (r"\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (7, 5)),
-    (r"\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
-    (r"\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (8, 9)),
-    (r"\b50[6-9]0( ?[Tt][Ii])?\b", (12, 0)),
+# these out. Where a number is plainly something else it is no GPU: a line number ("line 2080", "model.py:2080"), a step
+# or a port, one side of a fraction or a version ("4090/10000", "3090.5")
+_NOT_A_COUNT = r"(?<![\w.:/=#-])(?<![Ll]ine )(?<![Pp]ort )(?<![Ss]tep )"
+_NOT_A_FRACTION = r"(?![/.:]\d)"
+GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = tuple(
+    (_NOT_A_COUNT + number + _NOT_A_FRACTION, cap) for number, cap in (
+        (r"\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (7, 5)),
+        (r"\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
+        (r"\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (8, 9)),
+        (r"\b50[6-9]0( ?[Tt][Ii])?\b", (12, 0)),
+    )
 )
 GPU_CAPABILITY_PATTERNS = GPU_NAME_CAPABILITY + GPU_NUMBER_CAPABILITY
 
