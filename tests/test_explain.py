@@ -952,6 +952,11 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
     assert top("ValueError: bf16 is not supported: the model at line 2080 was saved in bfloat16\n") == "none"
     assert top("RuntimeError: fp8 e4m3 is not supported on the 3090\n") == "fp8"
     assert top("RuntimeError: fp8 e4m3 is not supported here (kernel.cu:4090)\n") == "none"
+    # a compiled module needing a newer glibc is its package's; the system's own libstdc++ needing one is no package's
+    glibc = "ImportError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' not found (required by %s)\n"
+    assert top(glibc % "/usr/lib/x86_64-linux-gnu/libstdc++.so.6") == "none"
+    assert top(glibc % "/usr/lib/python3/dist-packages/pkg/_C.so") == "extension-abi"
+    assert top(glibc % "/env/site-packages/av/../av.libs/libavcodec.so.59") == "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

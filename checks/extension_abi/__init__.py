@@ -95,8 +95,10 @@ SIGNATURES = (
     # a package's prebuilt compiled module needing a newer C library than the system's ("version `GLIBC_2.32' not found
     # (required by .../sam2_train/_C.so)"), or a newer C++ or OpenMP runtime than the one loaded first (libstdc++'s
     # GLIBCXX_/CXXABI_, libgomp's GOMP_4.0 that torch's bundled libgomp lacks: "required by .../libwarpctc.so"); torch's
-    # own libraries are torch-install's, bitsandbytes' quantized-base's
-    Signature("import-fails", r"version .(GLIBC(XX)?|CXXABI|GOMP)_[\d.]+' not found \(required by (?![^)\n]*(torch[\\/]+lib|bitsandbytes))[^)\n]*\.so\b",
+    # own libraries are torch-install's, bitsandbytes' quantized-base's, and the system's own libraries (/usr/lib/.../libstdc++
+    # needing a newer glibc) are no package's
+    Signature("import-fails", r"version .(GLIBC(XX)?|CXXABI|GOMP)_[\d.]+' not found \(required by (?![^)\n]*(torch[\\/]+lib|bitsandbytes))"
+                              r"(?!(/usr)?/lib(32|64)?/(?![^)\n]*-packages))[^)\n]*\.so\b",
               cause="a compiled extension was built on a newer system than this one (its glibc, libstdc++ or OpenMP runtime)",
               remedies=(Remedy("Build the extension from source on this machine against the installed torch (`pip install "
                                "--no-build-isolation --no-binary :all: <package>`, or the project's own build step), or run it "
