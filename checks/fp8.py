@@ -420,9 +420,12 @@ SIGNATURES = (
     # Read weakest, by structure rather than one tool's words: one line that names fp8, a GPU's capability or architecture,
     # and a gate ("FP8 is only supported on GPUs with compute capability >= 8.9", "fp8 requires an Ada or Hopper GPU") -
     # and no adapter, which is dora-fp8's reading of the same words
-    # (a GPU named by its model counts as the device: "Does it mean that 3090 no longer supports FP8?")
+    # (a GPU named by its model counts as the device: "Does it mean that 3090 no longer supports FP8?"; so does fp8's own
+    # threshold and AMD's fp8 GPUs: torchao's "Float8 dynamic activation quantization is only supported on CUDA>=8.9 and
+    # MI300+", github.com/vllm-project/vllm/issues/36805)
     Signature("no-fp8-hardware", r"(?i)^(?!.*?\b(q?lora|dora|adapter)s?\b)(?=.*?(fp8|float8|e4m3|e5m2))"
                                  r"(?=.*?(compute capability|\bcapability\b|\bsm_?\d{2,3}\b|\bcc ?\d|\barch\b|architecture|\bgpus?\b|"
+                                 r"(?<![\d.])8\.9(?![\d.])|\bMI3\d\d|"
                                  r"\bhardware\b|\bampere\b|\bada\b|\bhopper\b|%s))(?=.*?(not supported|unsupported|only supported|"
                                  r"\brequires?\b|\brequired\b|\bminimum\b|\bat least\b|>=|not available|does(n't| not) support|"
                                  r"no longer supports?))" % _GPU_NAMES,

@@ -230,6 +230,14 @@ SIGNATURES = (
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
+    # bitsandbytes' own check that its kernels' tensors are on the GPU (functional.py `is_on_gpu`: "All input tensors need
+    # to be on the same GPU, but found some tensors to not be on a GPU: [(torch.Size([4718592, 1]), device(type='cpu')),
+    # ...]"): the quantized weights were left on the CPU, offloaded by a loader or a UI, while the input is on the GPU
+    Signature("quantized-fails", r"(All )?[Ii]nput tensors need to be on the same GPU, but found",
+              cause="the 4-bit/8-bit weights are on the CPU (offloaded, or never moved) while bitsandbytes computes on the GPU: "
+                    "its kernels run on CUDA tensors only",
+              remedies=(Remedy("Keep the quantized model wholly on the GPU (no CPU offload of 4-bit/8-bit layers; `device_map` "
+                               "onto one GPU), or load it in bf16/fp16 or as GGUF where it must be offloaded", id="quantized-on-gpu"),)),
     # Params4bit.quant_storage arrived in bitsandbytes 0.43.0 (FSDP-QLoRA; its release notes): code written for it fails on
     # an older bitsandbytes ("'ForgeParams4bit' object has no attribute 'quant_storage'", ComfyUI's NF4 loader)
     # (the closing quote is often lost where a UI prints the message: "ERROR: ForgeParams4bit' object has no attribute

@@ -397,8 +397,8 @@ SIGNATURES = (
     # issues/379) or "Distribution `torch==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't
     # have a source distribution or wheel for the current platform" (a lock file's pin without a macOS arm64 wheel); not
     # where pip could not reach the index at all
-    Signature("torch-missing", r"No matching distribution found for torch(vision|audio)?\b|"
-                               r"Could not find a version that satisfies the requirement torch(vision|audio)?\b|"
+    Signature("torch-missing", r"No matching distribution found for torch(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
+                               r"Could not find a version that satisfies the requirement torch(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
                                # (uv naming torch itself, markers and version aside: "Because torch{platform_machine == ...}==2.11.0+cpu
                                # has no wheels ..."; not torch-xla, nor another package after "only torch<=2.5.1 is available and")
                                r"\btorch(vision|audio)?(?![\w.-])(\{[^}\n]{0,200}\})?(==[\w.+]+)? has no wheels with a matching platform tag|"

@@ -957,6 +957,28 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
     assert top(glibc % "/usr/lib/x86_64-linux-gnu/libstdc++.so.6") == "none"
     assert top(glibc % "/usr/lib/python3/dist-packages/pkg/_C.so") == "extension-abi"
     assert top(glibc % "/env/site-packages/av/../av.libs/libavcodec.so.59") == "extension-abi"
+    # dev-64: fp8's threshold named as a number (or AMD's fp8 GPUs) beside a float8 gate; not another capability
+    assert top("AssertionError: Float8 dynamic activation quantization is only supported on CUDA>=8.9 and MI300+\n") == "fp8"
+    assert top("AssertionError: Float8 dynamic activation quantization is only supported on CUDA>=12.8\n") != "fp8"
+    # Python 3.6's "cannot import name 'amp'" is apex's, not where the import shown is torch's own amp
+    assert code_of("ImportError: cannot import name 'amp'\n") == ("apex", "apex-no-amp")
+    assert top('  File "train.py", line 3, in <module>\n    from torch.cuda import amp\nImportError: cannot import name '
+               "'amp'\n") != "apex"
+    assert top("ImportError: cannot import name 'amp' from 'torch.cuda' (/env/torch/cuda/__init__.py)\n") != "apex"
+    # old apex.amp wrapping torch.nn.backends, which torch 1.3 removed
+    assert code_of("AttributeError: module 'torch.nn' has no attribute 'backends'\n") == ("apex", "apex-stale")
+    assert top("AttributeError: module 'torch.nn' has no attribute 'RMSNorm'\n") != "apex"
+    # pip finding no torch (or torch-directml) for this Python; a package whose name starts with torch- is not torch
+    pip = "ERROR: Could not find a version that satisfies the requirement %s (from versions: none)\n"
+    assert top(pip % "torch==2.1.0+cu121") == "torch-install"
+    assert top(pip % "torch-directml") == "torch-install"
+    assert top(pip % "torch-spine-conv") == "none"
+    assert top("ERROR: No matching distribution found for torch-tensorrt==1.2.0\n") == "none"
+    # bitsandbytes' own check that its tensors are on the GPU: the quantized weights were left on the CPU
+    assert code_of("ComfyUI execution error: All input tensors need to be on the same GPU, but found some tensors to not "
+                   "be on a GPU:\n [(torch.Size([4718592, 1]), device(type='cpu'))]\n") == ("quantized-base", "quantized-fails")
+    assert top("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
+               "cpu!\n") != "quantized-base"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -118,8 +118,12 @@ SIGNATURES = (
               remedies=(UNINSTALL_IMPOSTOR,)),
     # NVIDIA apex removed apex.amp (github.com/NVIDIA/apex/pull/1896, May 2025; first in the 25.07 tag): code written for it
     # (`from apex import amp`) fails on a current build, as it does on the impostor
-    # (the impostor has no amp either: where the probe finds it installed, it confirms this reading)
-    Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?",
+    # (the impostor has no amp either: where the probe finds it installed, it confirms this reading). Python before 3.7
+    # wrote the name alone ("ImportError: cannot import name 'amp'"): apex's, unless the import shown is torch's own amp
+    # (`from torch.cuda import amp` on a torch before 1.6)
+    Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?|"
+                             r"cannot import name '?amp'?[ \t]*(\n|$)",
+              unless=(r"from torch(\.cuda)? import (\w+, )*amp\b",),
               confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
@@ -154,6 +158,11 @@ SIGNATURES = (
     Signature("apex-stale", r"cannot import name '?container_abcs'?( from '?torch\._six'?)?", unless=(r"\btimm\b",),
               cause="most likely apex is older than the installed torch: its amp imports container_abcs from torch._six, "
                     "which torch 1.8 removed (other code of that age did too: the traceback's path says whose)",
+              remedies=(REBUILD, NO_AMP)),
+    # (and torch.nn.backends, which torch 1.3 removed under old apex.amp's function wrappers: github.com/NVIDIA/apex/issues/460,
+    # fixed by github.com/NVIDIA/apex/pull/466)
+    Signature("apex-stale", r"module '?torch\.nn'? has no attribute '?backends'?",
+              cause="most likely apex is older than the installed torch: its amp wraps torch.nn.backends, which torch 1.3 removed",
               remedies=(REBUILD, NO_AMP)),
     # apex's own setup.py refusing to build its extensions with an nvcc of another CUDA than torch's
     # (check_cuda_torch_binary_vs_bare_metal, github.com/NVIDIA/apex/blob/master/setup.py: "Cuda extensions are being
