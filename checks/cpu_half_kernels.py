@@ -299,7 +299,10 @@ SIGNATURES = (
     # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,
     # i.e. use device=0" (YOLOv5's export.py: "--half only compatible with GPU export, i.e. use --device 0"); a warning it
     # exports on after, so only where the run stopped on it
-    Signature("fp16-refused", r"(--half|half=True) only compatible with GPU export", last_only=True,
+    # (and optimum's ONNX exporter, optimum/exporters/onnx/__main__.py: "FP16 export is supported only when exporting on
+    # GPU. Please pass the option `--device cuda`.", raised)
+    Signature("fp16-refused", r"(--half|half=True) only compatible with GPU export|FP16 export is supported only when exporting on GPU",
+              last_only=True,
               cause="the exporter refuses fp16 where no CUDA GPU is used (the CPU): a half-precision export needs a GPU",
               remedies=EXPLAIN_REMEDIES[:2]),
     # The same told in words: half precision asked of the CPU and refused ("--device cpu doesn't work due to missing

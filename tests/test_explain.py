@@ -979,6 +979,25 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
                    "be on a GPU:\n [(torch.Size([4718592, 1]), device(type='cpu'))]\n") == ("quantized-base", "quantized-fails")
     assert top("RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and "
                "cpu!\n") != "quantized-base"
+    # dev-65: cuDNN's frontend refusing one plan is a warning torch goes on after: a cause only where the run stopped on it
+    plan = ("/env/torch/nn/modules/conv.py:306: UserWarning: Plan failed with a cudnnException: CUDNN_BACKEND_EXECUTION_PLAN_"
+            "DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED (Triggered internally at "
+            "../aten/src/ATen/native/cudnn/Conv_v8.cpp:919.)\n  return F.conv1d(input, weight, bias, self.stride,\n")
+    assert top(plan + _traceback("ValueError: Expected 2D Tensor, got 1D.", SITE + "torchaudio/_backend/utils.py")) == "none"
+    assert top(plan) == "cublas"
+    assert top("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous "
+               "input.\n") == "cublas"
+    # optimum's ONNX exporter refusing an fp16 export on the CPU
+    assert code_of("FP16 export is supported only when exporting on GPU. Please pass the option `--device cuda`.\n") == (
+        "cpu-half-kernels", "fp16-refused")
+    # DeepSpeed's op builder finding another CUDA toolkit than torch's, however a title retells it
+    assert top("Installed CUDA version 11.7 does not match torch version\n") == "extension-abi"
+    assert top("Installed CUDA version 11.7 does not match the version torch was compiled with 12.1, unable to compile "
+               "cuda/cpp extensions without a matching cuda version.\n") == "extension-abi"
+    # NaN values under "f16" (a repository's own name for fp16); not under bf16
+    nan = "RuntimeError: Function 'LogSigmoidBackward0' returned nan values in its 0th output.\n"
+    assert top("policy model in f16 + load_in_4bit\n" + nan) == "library-probes"
+    assert top("policy model in bf16\n" + nan) != "library-probes"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

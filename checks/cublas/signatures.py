@@ -57,9 +57,15 @@ SIGNATURES = (
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
               unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT)),
     # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
-    Signature("cudnn-failed", r"CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
+    Signature("cudnn-failed", r"(?<!Descriptor Failed cudnn_status: )CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
                     "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
+    # cuDNN's frontend refusing one execution plan ("UserWarning: Plan failed with a cudnnException:
+    # CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
+    # torch 2.3.0's convolutions): torch tries the next plan, so it explains a run only where the run stopped on it
+    Signature("cudnn-failed", r"Descriptor Failed cudnn_status: CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+", last_only=True,
+              cause="cuDNN refused an execution plan: a cuDNN that does not match the torch build (torch 2.3.0 warns so on "
+                    "every convolution; 2.3.1 does not)", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     # torch's own check of the cuDNN it loads against the one it was built with (torch/backends/cudnn/__init__.py: "cuDNN
     # version incompatibility: PyTorch was compiled against X but found runtime version Y"; before 1.8 "cuDNN version
     # mismatch: PyTorch was compiled against 7102 but linked against 7605")

@@ -383,7 +383,7 @@ SIGNATURES = (
     # builder says the same before its JIT build ("Installed CUDA version 12.2 does not match the version torch was
     # compiled with 11.7, unable to compile cuda/cpp extensions": deepspeed/ops/op_builder/builder.py)
     Signature("cuda-variant-mismatch", r"detected CUDA version ?\([\d.]+\) mismatches the version that was used to compile|"
-                                       r"Installed CUDA version [\d.]+ does not match the version torch was compiled with",
+                                       r"Installed CUDA version [\d.]+ does not match (the version torch was compiled with|torch(.s)? version\b)",
               cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
               remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
                                "wheel built for the toolkit you have", id="toolkit-matches-torch"),)),

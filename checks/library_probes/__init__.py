@@ -48,7 +48,7 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
-PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|"
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|f16|half|amp|sdxl)(?![A-Za-z])|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user
