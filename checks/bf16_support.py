@@ -447,9 +447,13 @@ SIGNATURES = (
               remedies=(Remedy("Turn tf32 off (`--tf32 false`) on this GPU, or move to an Ampere or newer GPU", id="tf32-off"),)),
     # xformers' dispatcher lists why each kernel was refused: "bf16 is only supported on A100+ GPUs"
     # (github.com/XLabs-AI/x-flux-comfyui/issues/24); Triton's ptxas refuses bf16 PTX below sm_80:
-    # "Feature '.bf16' requires .target sm_80 or higher"
-    Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|Feature '\.bf16' requires \.target sm_80",
-              cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0",
+    # "Feature '.bf16' requires .target sm_80 or higher" (however a UI retells it: "'.bf16' requires .target sm_80 or higher
+    # - Error -"); and LLVM finding no instruction for a bf16 intrinsic on the GPU's ISA ("LLVM ERROR: Cannot select:
+    # intrinsic %llvm.amdgcn.fdot2.bf16.bf16", RDNA2 without bf16 arithmetic: github.com/unslothai/unsloth/issues/7922)
+    Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|'\.bf16' requires \.target sm_80|"
+                                  r"LLVM ERROR: Cannot select: [^\n]*\bbf16\b",
+              cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0 (or an AMD GPU "
+                    "without bf16 arithmetic)",
               remedies=BF16_REMEDIES),
     # torch's memory-efficient attention finds no cutlass kernel for the dtype on this GPU: it has no bf16 kernels
     # below sm_80 (aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h; V100 and T4 in

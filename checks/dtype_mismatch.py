@@ -153,6 +153,12 @@ _SIGNATURES = (
                     "inside an autocast region of the other dtype)", remedies=REMEDIES),
     Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
+    # MPSGraph's own verifier on a Mac: "error: 'mps.add' op requires the same element type for all operands and results",
+    # its next line naming the operands ("(tensor<2x1280xf32>, tensor<*xf16>)"): float32 and half met in one MPS op
+    Signature("mixes-rejected", r"'mps\.\w+' op requires the same element type for all operands",
+              context=(r"tensor<[^>]*x(b?f16|f32)>[^\n]*tensor<[^>]*x(b?f16)>|tensor<[^>]*x(b?f16)>[^\n]*tensor<[^>]*xf32>",),
+              context_required=True,
+              cause="float32 and half tensors met in one operation on the Mac's MPS backend", remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     # The same said by a library's own check, naming both dtypes: "Input and cos/sin must have the same dtype, got

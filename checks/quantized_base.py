@@ -230,6 +230,16 @@ SIGNATURES = (
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
+    # autograd refusing to train integer weights ("Only Tensors of floating point and complex dtype can require gradients")
+    # beside a quantized model: its int8/packed base was made trainable (FSDP or a trainer setting requires_grad on every
+    # parameter) instead of only adapters on it (github.com/meta-llama/llama-cookbook: int8 quantization with FSDP)
+    Signature("quantized-fails", r"Only Tensors of floating point( and complex)? dtype can require gradients",
+              context=(r"(?i)quanti?[sz]|quatiz|\bint[48]\b|(?<!\d)[48][- ]?bit\b|bitsandbytes|\bbnb\b|qweight|\bgptq\b|\bawq\b",),
+              context_required=True,
+              cause="a quantized model's integer weights were asked to require gradients: a quantized base is trained only "
+                    "through adapters (LoRA) on it, and FSDP does not shard 8-bit weights",
+              remedies=(Remedy("Train adapters on the quantized base (peft's prepare_model_for_kbit_training + LoRA) instead of "
+                               "its weights, or load the base in bf16/fp16 to train it (or shard it with FSDP)", id="quantized-adapters-only"),)),
     # bitsandbytes' own check that its kernels' tensors are on the GPU (functional.py `is_on_gpu`: "All input tensors need
     # to be on the same GPU, but found some tensors to not be on a GPU: [(torch.Size([4718592, 1]), device(type='cpu')),
     # ...]"): the quantized weights were left on the CPU, offloaded by a loader or a UI, while the input is on the GPU

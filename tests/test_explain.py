@@ -998,6 +998,36 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
     nan = "RuntimeError: Function 'LogSigmoidBackward0' returned nan values in its 0th output.\n"
     assert top("policy model in f16 + load_in_4bit\n" + nan) == "library-probes"
     assert top("policy model in bf16\n" + nan) != "library-probes"
+    # dev-66: Python 3.6's bare "cannot import name '_C'" is a package's compiled ops, not where torch's own import is shown
+    c = "ImportError: cannot import name '_C'\n"
+    assert top('  File "/x/core/nn/ca_block.py", line 6, in <module>\n    from core.nn import _C\n' + c) == "extension-abi"
+    assert top('  File "/x/run.py", line 2, in <module>\n    from torch import _C\n' + c) != "extension-abi"
+    # macOS's loader missing a package's @rpath library; torch's own module missing one is torch's
+    dylib = ("ImportError: dlopen(%s, 2): Library not loaded: @rpath/%s\n  Referenced from: %s\n  Reason: image not found\n")
+    k2 = SITE + "_k2.cpython-36m-darwin.so"
+    assert top(dylib % (k2, "libk2context.dylib", k2)) == "extension-abi"
+    tc = SITE + "torch/_C.cpython-38-darwin.so"
+    assert top(dylib % (tc, "libc++.1.dylib", tc)) != "extension-abi"
+    # bf16 refused by ptxas however retold, and by LLVM on an AMD GPU without bf16 arithmetic; not LLVM on another intrinsic
+    assert top("'.bf16' requires .target sm_80 or higher - Error -\n") == "bf16-support"
+    assert top("LLVM ERROR: Cannot select: intrinsic %llvm.amdgcn.fdot2.bf16.bf16\n") == "bf16-support"
+    assert top("LLVM ERROR: Cannot select: intrinsic %llvm.amdgcn.sdot4\n") != "bf16-support"
+    # hipBLAS's statuses read as cuBLAS's
+    assert code_of("RuntimeError: CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `HIPBLAS_STATUS_NOT_SUPPORTED`\n") == (
+        "cublas", "gemm-failed")
+    # MPSGraph refusing float32 and half in one op; not two integer types
+    mps = ("(mpsFileLoc): /AppleInternal/Library/BuildRoots/x/MPSGraphUtilities.mm:228:0: error: 'mps.add' op requires the "
+           "same element type for all operands and results\n(mpsFileLoc): /AppleInternal/x/MPSGraphUtilities.mm:228:0: note: see "
+           "current operation: %%5 = \"mps.add\"(%%4, %%arg2) : (%s, %s) -> tensor<*xf32>\n")
+    assert top(mps % ("tensor<2x1280xf32>", "tensor<*xf16>")) == "dtype-mismatch"
+    assert top(mps % ("tensor<2x1280xi64>", "tensor<*xi32>")) != "dtype-mismatch"
+    # integer weights asked to require gradients beside a quantized model; not elsewhere
+    grads = "RuntimeError: Only Tensors of floating point and complex dtype can require gradients\n"
+    assert top("model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True)\n" + grads) == "quantized-base"
+    assert top("labels = torch.tensor(ids, requires_grad=True)\n" + grads) != "quantized-base"
+    # flash-attn's ROCm build refusing the card's gfx target or a GPU before MI200
+    assert top("gfx1100  is invalid or not supported by Flash-Attention\n") == "cuda-compat"
+    assert top("RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.\n") == "cuda-compat"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

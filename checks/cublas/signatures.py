@@ -46,13 +46,15 @@ SIGNATURES = (
                     "a GPU out of memory", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1], unless=(AFTER_ASSERT,)),
     # (and without such a line, the second reading after device-memory's, whose pattern reads the call too: both are
     # offered, and each check's probe tries its own on the live stack)
-    Signature("cublas-init-failed", r"CUBLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
+    Signature("cublas-init-failed", r"(CU|HIP)BLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
               cause="cuBLAS could not start: broken or mismatched cuBLAS libraries (another CUDA's libcublas found first)",
               remedies=EXPLAIN_REMEDIES[1:]),
-    Signature("cublas-init-failed", r"CUBLAS_STATUS_ALLOC_FAILED",
+    Signature("cublas-init-failed", r"(CU|HIP)BLAS_STATUS_ALLOC_FAILED",
               cause="cuBLAS could not allocate its workspace: the GPU is (nearly) out of memory, or the allocation is "
                     "refused by a mismatched runtime", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
-    Signature("gemm-failed", r"CUBLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
+    # (torch's ROCm builds say the same through hipBLAS: "CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling ...", hipBLASLt
+    # on an RDNA GPU ROCm 6.1 does not support: github.com/Comfy-Org/ComfyUI/issues/3698)
+    Signature("gemm-failed", r"(CU|HIP)BLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
               unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT)),

@@ -236,10 +236,14 @@ SIGNATURES = (
     # (the backward pass of large head dims) for A100/H100 alone: "FlashAttention backward for head dim 256 with dropout
     # requires A100/A800 or H100/H800", its own check "Expected is_sm80 || is_sm90 to be true, but got false"
     # (csrc/flash_attn/flash_api.cpp, github.com/Dao-AILab/flash-attention)
-    Signature("no-kernel-image", r"FlashAttention only supports Ampere GPUs or newer|"
+    # (its ROCm build the same for AMD: "FlashAttention only supports AMD MI200 GPUs or newer", and its setup's check of the
+    # card's gfx target: "gfx1100 is invalid or not supported by Flash-Attention", github.com/ROCm/flash-attention)
+    Signature("no-kernel-image", r"FlashAttention only supports (Ampere|AMD MI200) GPUs or newer|"
+                                 r"\bgfx\w+ +is invalid or not supported by Flash-?Attention|"
                                  r"FlashAttention backward for head dim \d+[^\n]{0,40} requires A100|"
                                  r"Expected is_sm8x \|\| is_sm90 to be true|Expected is_sm80 \|\| is_sm90 to be true",
-              cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0)",
+              cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0, or an AMD GPU "
+                    "before MI200)",
               remedies=(Remedy("Use the model's SDPA or eager attention on this GPU (transformers `attn_implementation=\"sdpa\"`), "
                                "or an Ampere or newer GPU", id="attention-sdpa"),)),
     Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version|%s" % _runtime_error(35, "cudaErrorInsufficientDriver"),

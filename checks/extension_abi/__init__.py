@@ -185,6 +185,23 @@ SIGNATURES = (
               remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
                                "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
                         REINSTALL_EXTENSION)),
+    # (Python before 3.7 names no module: "ImportError: cannot import name '_C'", a package's `from core.nn import _C`;
+    # not where the import shown is torch's own)
+    Signature("import-fails", r"cannot import name '_C'[ \t]*(\n|$)", unless=(r"from torch import (\w+, )*_C\b",),
+              cause="a package's compiled extension (_C) was never built here, or does not load against this torch",
+              remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
+                               "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
+                        REINSTALL_EXTENSION)),
+    # macOS's loader not finding a library a package's compiled module links through its rpath ("dlopen(.../_k2.cpython-36m-
+    # darwin.so, 2): Library not loaded: @rpath/libk2context.dylib"): the package's own libraries, or torch's, not where the
+    # extension expects them; torch's own module missing one is torch's
+    Signature("import-fails", r"Library not loaded: @rpath/[\w.+-]+\.dylib", unless=(r"Referenced from: \S*[\\/]torch[\\/]",),
+              frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",),
+              cause="a package's compiled module cannot find a library it links through its rpath: its own libraries are "
+                    "not where it was built to find them, or it was built against another torch",
+              remedies=(Remedy("Reinstall the package's build for this torch and platform (conda packages: let the environment's "
+                               "lib/ be found, `export DYLD_LIBRARY_PATH=$CONDA_PREFIX/lib`)", id="extension-rpath"),
+                        REINSTALL_EXTENSION)),
     # A compiled module named as such by convention (exllamav2_ext, *_cuda, *_kernels) that is not there at all: the
     # wheel carries no build for this torch/CUDA/Python (exllamav2's prebuilt cu121 wheels), or it was never built.
     # apex's own modules (amp_C, fused_layer_norm_cuda, ...) are apex's
