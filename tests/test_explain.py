@@ -1028,6 +1028,10 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
     # flash-attn's ROCm build refusing the card's gfx target or a GPU before MI200
     assert top("gfx1100  is invalid or not supported by Flash-Attention\n") == "cuda-compat"
     assert top("RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.\n") == "cuda-compat"
+    # dev-67: a TorchScript custom class its op library never registered; not a class that is merely misspelt in Python
+    assert top("RuntimeError: Tried to instantiate class 'FasterTransformer.ParallelGptOp', but it does not exist! Ensure that "
+               "it is registered via torch::class_\n") == "extension-abi"
+    assert top("AttributeError: module 'FasterTransformer' has no attribute 'ParallelGptOp'\n") != "extension-abi"
 
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",

@@ -167,6 +167,15 @@ SIGNATURES = (
               cause="torchvision's C++ ops (_C, or its image library) did not load: the installed torchvision does not match "
                     "torch (another release, or a CUDA build beside a CPU-only torch)",
               remedies=(REINSTALL_EXTENSION,)),
+    # a TorchScript custom class its library should have registered (torch's own words: "Tried to instantiate class
+    # 'FasterTransformer.ParallelGptOp', but it does not exist! Ensure that it is registered via torch::class_"): the op
+    # library was not loaded, or was built against another torch and failed to register
+    Signature("import-fails", r"Tried to instantiate class '[\w.]+', but it does not exist",
+              cause="a compiled op library's custom class is not registered: the library did not load, or was built against "
+                    "another torch release",
+              remedies=(Remedy("Load the op library before use (`torch.classes.load_library(...)`) and build it against the "
+                               "installed torch (or run the torch release it was built for)", id="op-library-for-this-torch"),
+                        REINSTALL_EXTENSION)),
     # A compiled module missing a symbol of Python's own C API (Py*/_Py*: "undefined symbol: _Py_ZeroStruct", macOS's
     # "Symbol not found: __Py_ZeroStruct"): built for another Python (Python 2's _Py_ZeroStruct is gone from Python 3),
     # not for another torch. torch's own libraries missing one are torch-install's (libtorch_python.so's PySlice_Unpack
