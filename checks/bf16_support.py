@@ -452,8 +452,8 @@ SIGNATURES = (
     # intrinsic %llvm.amdgcn.fdot2.bf16.bf16", RDNA2 without bf16 arithmetic: github.com/unslothai/unsloth/issues/7922)
     Signature("bf16-unsupported", r"bf16 is only supported on A100\+ GPUs|'\.bf16' requires \.target sm_80|"
                                   r"LLVM ERROR: Cannot select: [^\n]*\bbf16\b",
-              cause="a kernel library (xformers, Triton) has no bf16 kernel below compute capability 8.0 (or an AMD GPU "
-                    "without bf16 arithmetic)",
+              cause="a kernel library or compiler (xformers, Triton, LLVM) has no bf16 code for this device: a GPU below "
+                    "compute capability 8.0, an AMD GPU without bf16 arithmetic, or a CPU backend without it",
               remedies=BF16_REMEDIES),
     # torch's memory-efficient attention finds no cutlass kernel for the dtype on this GPU: it has no bf16 kernels
     # below sm_80 (aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/cutlassF.h; V100 and T4 in
@@ -471,7 +471,10 @@ SIGNATURES = (
     # it does not have support for that dtype", a model cast to bf16 moved to "mps" on macOS before 14)
     Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14|"
                           r"Trying to convert BFloat16 to the MPS backend|"
-                          r"MPS\w*\.mm:\d+: failed assertion\b.{0,300}?\b(bf16|bfloat16)\b",
+                          # (the graph given bf16: "expected element type f32 but received bf16"; not one built for bf16
+                          # and given f32, which is a dtype mix)
+                          r"MPS\w*\.mm:\d+: failed assertion\b(?!.{0,300}?\bexpected element type (bf16|bfloat16)\b)"
+                          r".{0,300}?\b(bf16|bfloat16)\b",
               cause="this Mac's MPS backend has no bfloat16 (macOS before 14, or an older torch)",
               remedies=(Remedy(MPS_BF16, id="mps-fp16"),)),
     # Read weakest: one raised error (its exception type on the line: not a poster's prose) that names a GPU without native

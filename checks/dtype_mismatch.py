@@ -159,6 +159,12 @@ _SIGNATURES = (
               context=(r"tensor<[^>]*x(b?f16|f32)>[^\n]*tensor<[^>]*x(b?f16)>|tensor<[^>]*x(b?f16)>[^\n]*tensor<[^>]*xf32>",),
               context_required=True,
               cause="float32 and half tensors met in one operation on the Mac's MPS backend", remedies=REMEDIES),
+    # (and MPSGraph's executable given another float dtype than it was built for: "failed assertion `Incompatible element
+    # type for parameter at index 1, mlir module expected element type bf16 but received f32'"; a graph built for f32 and
+    # given bf16 is bf16-support's, the Mac without bf16)
+    Signature("mixes-rejected", r"Incompatible element type\b[^\n]{0,80}\bexpected element type (b?f16 but received f32|"
+                                r"f32 but received f16|bf16 but received f16|f16 but received bf16)\b",
+              cause="float32 and half tensors met in one operation on the Mac's MPS backend", remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     # The same said by a library's own check, naming both dtypes: "Input and cos/sin must have the same dtype, got
@@ -202,8 +208,10 @@ _SIGNATURES = (
     # scatter/index ops writing one dtype into another ("scatter_add_cuda_(): Expected self.dtype to be equal to
     # src.dtype": half features into an fp32 volume under AMP; "index_add_(): self (Float) and source (Half) must have
     # the same scalar type")
+    # (index_copy_'s own words: "self and source expected to have the same dtype, but got (self) Float and (source) Half")
     Signature("mixes-rejected", r"Expected self\.dtype to be equal to src\.dtype|self \(%s\) and source \(%s\) must have the "
-                                r"same scalar type" % (_FLOATS, _FLOATS),
+                                r"same scalar type|expected to have the same dtype, but got \(self\) %s and \(source\) %s"
+                                % (_FLOATS, _FLOATS, _FLOATS, _FLOATS),
               cause="a scatter or index op wrote a tensor of one dtype into one of another (half values into an fp32 buffer "
                     "under autocast)", remedies=REMEDIES),
     Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),

@@ -425,7 +425,10 @@ SIGNATURES = (
     # MI300+", github.com/vllm-project/vllm/issues/36805)
     Signature("no-fp8-hardware", r"(?i)^(?!.*?\b(q?lora|dora|adapter)s?\b)(?=.*?(fp8|float8|e4m3|e5m2))"
                                  r"(?=.*?(compute capability|\bcapability\b|\bsm_?\d{2,3}\b|\bcc ?\d|\barch\b|architecture|\bgpus?\b|"
-                                 r"(?<![\d.])8\.9(?![\d.])|\bMI3\d\d|"
+                                 # (but not cuDNN's or a library's version: "requires cuDNN >= 8.9"; and the threshold as
+                                 # get_device_capability()'s tuple: ">= (8, 9)")
+                                 r"(?<!cudnn )(?<!cudnn >= )(?<!cudnn>=)(?<!version )(?<![\d.])8\.9(?![\d.])|\(8, ?9\)|"
+                                 r"get_device_capability|\bMI3\d\d|"
                                  r"\bhardware\b|\bampere\b|\bada\b|\bhopper\b|%s))(?=.*?(not supported|unsupported|only supported|"
                                  r"\brequires?\b|\brequired\b|\bminimum\b|\bat least\b|>=|not available|does(n't| not) support|"
                                  r"no longer supports?))" % _GPU_NAMES,

@@ -232,9 +232,11 @@ SIGNATURES = (
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
     # autograd refusing to train integer weights ("Only Tensors of floating point and complex dtype can require gradients")
     # beside a quantized model: its int8/packed base was made trainable (FSDP or a trainer setting requires_grad on every
-    # parameter) instead of only adapters on it (github.com/meta-llama/llama-cookbook: int8 quantization with FSDP)
+    # parameter) instead of only adapters on it (github.com/meta-llama/llama-cookbook: int8 quantization with FSDP); not
+    # bitsandbytes' banner alone ("... and GPU quantization are unavailable") beside a code bug
     Signature("quantized-fails", r"Only Tensors of floating point( and complex)? dtype can require gradients",
-              context=(r"(?i)quanti?[sz]|quatiz|\bint[48]\b|(?<!\d)[48][- ]?bit\b|bitsandbytes|\bbnb\b|qweight|\bgptq\b|\bawq\b",),
+              context=(r"(?i)(?<!GPU )quanti?[sz]|quatiz|\bint[48]\b|load_in_[48]bit|BitsAndBytesConfig|Linear(4bit|8bitLt)|\bnf4\b|qweight|"
+                       r"\bgptq\b|\bawq\b",),
               context_required=True,
               cause="a quantized model's integer weights were asked to require gradients: a quantized base is trained only "
                     "through adapters (LoRA) on it, and FSDP does not shard 8-bit weights",

@@ -369,11 +369,13 @@ SIGNATURES = (
     # (zsh reports the signal in its own words, and the command it killed: "[1]  28461 illegal hardware instruction  python
     # -c 'import torch'"; read where that command names torch, since a bare `python` there was another package's wheel;
     # Python's faulthandler: "Fatal Python error: Illegal instruction")
+    # (and glibc's German: "Ungültiger Maschinenbefehl (Speicherabzug geschrieben)")
     Signature("torch-import-failed", r"^\W*[Ii]llegal [Ii]nstruction\b|\n\W*[Ii]llegal [Ii]nstruction\b|^\W*非法指令|\n\W*非法指令|"
+                                                  r"^\W*Ungültiger Maschinenbefehl\b|\n\W*Ungültiger Maschinenbefehl\b|"
                                                   r"<Signals\.SIGILL: 4>|\bSIGILL\b|\billegal hardware instruction\b[^\n]*\btorch\b|"
                                                   r"Fatal Python error: Illegal instruction\b",
               unless=(r"(?i)numpy|openblas|onnxruntime|tensorflow|^\s*(>>>\s*)?from (?!torch\b)\w+|"
-                      r"^\s*(>>>\s*)?import (?!torch\b)\w+",),
+                      r"^\s*(>>>\s*)?import (?!torch\b)\w+|-c ['\"]\s*(import|from) (?!torch\b)\w+",),
               cause="torch's compiled code uses an instruction this CPU does not have (AVX/AVX2 on an older x86 CPU, newer "
                     "ARM features on a Raspberry Pi or an early Graviton): a wheel built for a newer CPU",
               remedies=(Remedy("Install a torch release (or a community build) made for this CPU: an older release for x86 CPUs "
@@ -397,8 +399,8 @@ SIGNATURES = (
     # issues/379) or "Distribution `torch==2.5.1 @ registry+https://pypi.org/simple` can't be installed because it doesn't
     # have a source distribution or wheel for the current platform" (a lock file's pin without a macOS arm64 wheel); not
     # where pip could not reach the index at all
-    Signature("torch-missing", r"No matching distribution found for torch(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
-                               r"Could not find a version that satisfies the requirement torch(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
+    Signature("torch-missing", r"No matching distribution found for (?i:torch)(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
+                               r"Could not find a version that satisfies the requirement (?i:torch)(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
                                # (uv naming torch itself, markers and version aside: "Because torch{platform_machine == ...}==2.11.0+cpu
                                # has no wheels ..."; not torch-xla, nor another package after "only torch<=2.5.1 is available and")
                                r"\btorch(vision|audio)?(?![\w.-])(\{[^}\n]{0,200}\})?(==[\w.+]+)? has no wheels with a matching platform tag|"
@@ -448,7 +450,7 @@ SIGNATURES = (
     # numpy's C API versions disagreeing (a module built against a newer numpy than the one installed: "module compiled
     # against API version 0xf but this version of numpy is 0xe", raised, or warned by torch as "Failed to initialize
     # NumPy: ..."; github.com/MouseLand/cellpose)
-    Signature("numpy-abi", r"module compiled against API version 0x[0-9a-f]+ but this version of numpy is 0x[0-9a-f]+",
+    Signature("numpy-abi", r"module compiled against A[PB]I version 0x[0-9a-f]+ but this version of numpy is 0x[0-9a-f]+",
               cause="torch (or a module beside it) was built against a newer numpy C API than the numpy installed",
               remedies=(NUMPY_MATCH,)),
     # Code written for numpy 1 meeting numpy 2, which removed names from its namespace (NumPy 2.0 migration guide: np.float_,

@@ -1033,6 +1033,102 @@ def test_the_readings_written_in_stop_45_and_their_look_alikes() -> None:
                "it is registered via torch::class_\n") == "extension-abi"
     assert top("AttributeError: module 'FasterTransformer' has no attribute 'ParallelGptOp'\n") != "extension-abi"
 
+def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
+    """Inputs written to break the readings of stops 40-42 and 45, and a second sweep of healthy logs: each was read
+    wrongly before, and is read right now."""
+    # a bare GeForce number is no GPU in a list of sizes, an nvcc line number, an iteration; a card beside CJK text is one
+    te = "AssertionError: FP8 execution requires 2D input matrices with height divisible by 8, but got tensor with dims=[4090, 4096]\n"
+    assert top(te) == "none"
+    assert top('csrc/fp8_gemm.cu(2080): error: static assertion failed with "FP8 GEMM requires CUDA 11.8 or newer"\n') == "none"
+    assert top("ERROR:root:Non-finite loss at iteration 2080 (precision=bf16), skipping update\n") == "none"
+    assert top("RuntimeError: fp8 e4m3 is not supported on 4090显卡\n") == "fp8"
+    # fp8's threshold as get_device_capability()'s tuple; not cuDNN's version
+    assert top("AssertionError: FP8 training requires torch.cuda.get_device_capability() >= (8, 9)\n") == "fp8"
+    assert top("UserWarning: fp8 fused attention requires cuDNN >= 8.9\n" + _traceback("KeyError: 'input'", "/x/t.py")) == "none"
+    # macOS 13's loader puts the image's UUID before torch's own path: still torch's, not a package's
+    uuid = ("ImportError: dlopen(%s, 0x0002): Library not loaded: @rpath/libtorch_cpu.dylib\n  Referenced from: "
+            "<7A2E51C4-3B1F-3C4A-9E2D-1F2B3C4D5E6F> %s\n  Reason: tried: '/x/libtorch_cpu.dylib' (no such file)\n")
+    torch_c = SITE + "torch/_C.cpython-311-darwin.so"
+    assert top(uuid % (torch_c, SITE + "torch/lib/libtorch_python.dylib")) != "extension-abi"
+    # DeepSpeed going on past a CUDA mismatch it accepts; torch's own quantized engine's classes
+    ds = "Installed CUDA version 12.2 does not match the version torch was compiled with 12.1 but since the APIs are compatible, accepting this combination\n"
+    assert top(ds + _traceback("KeyError: 'input'", "/x/t.py")) == "none"
+    assert top("RuntimeError: Tried to instantiate class 'quantized.LinearPackedParamsBase', but it does not exist! Ensure "
+               "that it is registered via torch::class_\n") != "extension-abi"
+    # another package's amp, parenthesised or not; a user's nn.backends.cudnn for torch.backends.cudnn
+    amp = "ImportError: cannot import name 'amp'\n"
+    assert top('  File "t.py", line 2, in <module>\n    from paddle import amp\n' + amp) != "apex"
+    assert top('  File "t.py", line 2, in <module>\n    from torch.cuda import (amp,\n' + amp) != "apex"
+    assert top('  File "t.py", line 9, in <module>\n    nn.backends.cudnn.benchmark = True\nAttributeError: module '
+               "'torch.nn' has no attribute 'backends'\n") != "apex"
+    # pip echoes torch as the user typed it
+    assert top("ERROR: No matching distribution found for Torch==1.13.1+cu117\n") == "torch-install"
+    # integer weights requiring gradients beside bitsandbytes' optimizer alone is the code's
+    grads = "RuntimeError: Only Tensors of floating point and complex dtype can require gradients\n"
+    assert top("Using bitsandbytes Adam8bit optimizer\n" + grads) != "quantized-base"
+    # the cuDNN frontend's other descriptors read alike, and only where the run stopped on them
+    other = ("UserWarning: Plan failed with a cudnnException: CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: cudnnFinalize Failed "
+             "cudnn_status: CUDNN_STATUS_NOT_SUPPORTED\n")
+    assert top(other + _traceback("KeyError: 'input'", "/x/t.py")) == "none"
+    # "f16" inside hex is no precision; flash-attn's ROCm build naming its arch list
+    assert top("optimizer <torch.optim.sgd.SGD object at 0x7f1634c2e0d0>\nloss nan at step 20\n") == "none"
+    assert top("AssertionError: One of GPU archs of ['gfx1100'] is invalid or not supported by Flash-Attention\n") == "cuda-compat"
+    # a healthy QLoRA run's printed layout and peft's merge warning; a batch-size finder's OOM-safe margin; memory_summary()
+    assert top("trainable params: 20,971,520 || all params: 3,773,042,688 || trainable%: 0.5558\n(q_proj): lora.Linear4bit(\n"
+               "  (base_layer): Linear4bit(in_features=4096, out_features=4096, bias=False)\n") == "none"
+    assert top("/env/lib/python3.10/site-packages/peft/tuners/lora/bnb.py:325: UserWarning: Merge lora module to 4-bit linear "
+               "may get different generations due to rounding errors.\n") == "none"
+    assert top("Selected batch_size=32 (OOM-safe margin 15%)\n") == "none"
+    assert top("|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |\n") == "none"
+    assert top("CUDA OOMs: 3\n") == "device-memory"
+    # the shells' and Kubernetes' words for SIGKILL; OOM beside CJK text and Chinese's and Japanese's other word orders;
+    # not Node.js's heap nor a denial
+    for killed in ("zsh: killed     python train.py", "[1]+  Killed                  python train.py",
+                   "    Reason:       OOMKilled\n    Exit Code:    137", "训练跑到一半就OOM了", "一开batch_size=8就爆显存",
+                   "VRAM不足で落ちます"):
+        assert top(killed + "\n") == "device-memory", killed
+    assert top("FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\n") == "none"
+    assert top("This is not an out of memory problem\nRuntimeError: CUDA error: an illegal memory access was encountered\n") != "device-memory"
+    # WinError 127 for Python's own modules and the desktop libraries is theirs; Italian and Portuguese Windows; PyG's
+    # companions through torch.ops.load_library
+    for module in ("_sqlite3", "win32api", "QtCore"):
+        assert top("ImportError: DLL load failed while importing %s: The specified procedure could not be found.\n" % module) == "none"
+    for words in ("Impossibile trovare la procedura specificata.", "Não foi possível encontrar o procedimento especificado."):
+        assert top("ImportError: DLL load failed while importing _C: %s\n" % words) == "extension-abi"
+    pyg = _traceback("OSError: [WinError 127] The specified procedure could not be found", SITE + "torch_sparse/__init__.py",
+                     SITE + "torch/_ops.py")
+    assert top(pyg) == "extension-abi"
+    # SIGILL under another package's command; glibc's German words for it under torch
+    assert top('$ python3 -c "import llama_cpp"\nIllegal instruction\n') != "torch-install"
+    assert top(">>> import torch\nUngültiger Maschinenbefehl (Speicherabzug geschrieben)\n") == "torch-install"
+    # MPS given f32 where the graph was built for bf16 is a dtype mix; given bf16 where built for f32, a Mac without bf16
+    mps = ("/AppleInternal/x/MPSGraphExecutable.mm:1430: failed assertion `Incompatible element type for parameter at index 1, "
+           "mlir module expected element type %s but received %s'\n")
+    assert top(mps % ("bf16", "f32")) == "dtype-mismatch"
+    assert top(mps % ("f32", "bf16")) == "bf16-support"
+    # GradScaler's skipped step is no NaN loss; NaNs said to persist in fp32; mixed precision in Chinese
+    assert top("Using auto half precision backend\n{'loss': 2.3412, 'grad_norm': inf, 'learning_rate': 5e-05}\n") == "none"
+    assert top("Even with --precision full --no-half the loss is still nan after 200 steps\n") == "none"
+    assert top("关闭amp，全部用fp32训练后loss仍然是nan\n") == "none"
+    assert top("使用混合精度训练时loss出现nan\n") == "library-probes"
+    # other spellings: numpy's ABI version, cupy's NCCL error name, nvcc's gpu-architecture, a driver with a capital D,
+    # pip before 20.3, index_copy_'s dtypes, a cast with its factor first, THC's path lowercased on Windows
+    for text, check in (
+            ("UserWarning: Failed to initialize NumPy: module compiled against ABI version 0x2000000 but this version of "
+             "numpy is 0x1000009", "torch-install"),
+            ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error", "distributed"),
+            ("nvcc fatal   : Value 'sm_86' is not defined for option 'gpu-architecture'", "cuda-compat"),
+            ("RuntimeError: The NVIDIA Driver on your system is too old (found version 10010).", "cuda-compat"),
+            ("ERROR: xformers 0.0.16 has requirement torch==1.13.1, but you'll have torch 2.0.0 which is incompatible.",
+             "extension-abi"),
+            ("RuntimeError: index_copy_(): self and source expected to have the same dtype, but got (self) Float and "
+             "(source) Half", "dtype-mismatch"),
+            ("RuntimeWarning: invalid value encountered in cast\n  frame = (255 * frame.clip(0, 1)).astype(np.uint8)",
+             "library-probes"),
+            ("THCudaCheck FAIL file=c:\\w\\aten\\src\\thc\\thcgeneral.cpp line=405 error=11 : invalid argument", "cuda-compat")):
+        assert top(text + "\n") == check, text
+
+
 def test_other_failures_get_no_cause() -> None:
     for message in ("FileNotFoundError: [Errno 2] No such file or directory: 'model/config.json'",
                     "ValueError: Tokenizer class LlamaTokenizer does not exist or is not currently imported.",

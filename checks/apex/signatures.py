@@ -119,11 +119,11 @@ SIGNATURES = (
     # NVIDIA apex removed apex.amp (github.com/NVIDIA/apex/pull/1896, May 2025; first in the 25.07 tag): code written for it
     # (`from apex import amp`) fails on a current build, as it does on the impostor
     # (the impostor has no amp either: where the probe finds it installed, it confirms this reading). Python before 3.7
-    # wrote the name alone ("ImportError: cannot import name 'amp'"): apex's, unless the import shown is torch's own amp
-    # (`from torch.cuda import amp` on a torch before 1.6)
+    # wrote the name alone ("ImportError: cannot import name 'amp'"): apex's, unless the import shown is another package's
+    # amp (`from torch.cuda import amp` on a torch before 1.6, `from paddle import amp`)
     Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?|"
                              r"cannot import name '?amp'?[ \t]*(\n|$)",
-              unless=(r"from torch(\.cuda)? import (\w+, )*amp\b",),
+              unless=(r"from (?!apex\b)[\w.]+ import \(?\s*(\w+,\s*)*amp\b",),
               confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
               cause="this apex has no apex.amp: NVIDIA removed it from current apex (or the installed apex is the PyPI "
                     "impostor); code that needs it wants torch.amp, or an apex release from before the removal",
@@ -160,8 +160,8 @@ SIGNATURES = (
                     "which torch 1.8 removed (other code of that age did too: the traceback's path says whose)",
               remedies=(REBUILD, NO_AMP)),
     # (and torch.nn.backends, which torch 1.3 removed under old apex.amp's function wrappers: github.com/NVIDIA/apex/issues/460,
-    # fixed by github.com/NVIDIA/apex/pull/466)
-    Signature("apex-stale", r"module '?torch\.nn'? has no attribute '?backends'?",
+    # fixed by github.com/NVIDIA/apex/pull/466); not a user's `nn.backends.cudnn` for `torch.backends.cudnn`
+    Signature("apex-stale", r"module '?torch\.nn'? has no attribute '?backends'?", unless=(r"\bnn\.backends\.cudnn\b",),
               cause="most likely apex is older than the installed torch: its amp wraps torch.nn.backends, which torch 1.3 removed",
               remedies=(REBUILD, NO_AMP)),
     # apex's own setup.py refusing to build its extensions with an nvcc of another CUDA than torch's

@@ -59,13 +59,14 @@ SIGNATURES = (
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
               unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT)),
     # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
-    Signature("cudnn-failed", r"(?<!Descriptor Failed cudnn_status: )CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
+    Signature("cudnn-failed", r"(?<!cudnn_status: )CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
                     "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     # cuDNN's frontend refusing one execution plan ("UserWarning: Plan failed with a cudnnException:
     # CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
-    # torch 2.3.0's convolutions): torch tries the next plan, so it explains a run only where the run stopped on it
-    Signature("cudnn-failed", r"Descriptor Failed cudnn_status: CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+", last_only=True,
+    # torch 2.3.0's convolutions; the frontend's other descriptors say "cudnn_status:" alike): torch tries the next plan, so
+    # it explains a run only where the run stopped on it
+    Signature("cudnn-failed", r"cudnn_status: CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+", last_only=True,
               cause="cuDNN refused an execution plan: a cuDNN that does not match the torch build (torch 2.3.0 warns so on "
                     "every convolution; 2.3.1 does not)", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
     # torch's own check of the cuDNN it loads against the one it was built with (torch/backends/cudnn/__init__.py: "cuDNN

@@ -142,8 +142,8 @@ SIGNATURES = (
     # file=.../THC/THCGeneral.cpp line=383 error=11 : invalid argument", "cuda runtime error (11) : invalid argument at
     # THCGeneral.cpp:405"; the CUDA 10 build of the same torch runs (github.com/fastai/fastai/issues/1566,
     # github.com/pytorch/pytorch/issues/15797)
-    Signature("no-kernel-image", r"THCGeneral\.cpp(:| line=)\d+ error=11 ?: ?invalid argument|"
-                                 r"cuda runtime error \(11\) ?: ?invalid argument at [^\n]*THCGeneral\.cpp",
+    Signature("no-kernel-image", r"(?i:THCGeneral\.cpp)(:| line=)\d+ error=11 ?: ?invalid argument|"
+                                 r"cuda runtime error \(11\) ?: ?invalid argument at [^\n]*(?i:THCGeneral\.cpp)",
               cause="a torch of the 0.4-1.1 era built for CUDA 9 cannot set up cuBLAS on this GPU (Turing or newer): its "
                     "CUDA predates the GPU",
               remedies=(WHEEL_FOR_GPU,)),
@@ -175,7 +175,7 @@ SIGNATURES = (
                                  r"trtSmToCask\b.{0,80}Unsupported SM|Internal Error \(Unsupported SM: 0x[0-9a-f]+\)|"
                                  r"Target GPU SM \d+ is not supported by this TensorRT release|"
                                  r"'sm_\d+a?' is not a recognized processor for this target|"
-                                 r"Value 'sm_\d+[af]?' is not defined for option 'gpu-name'",
+                                 r"Value '(sm|compute)_\d+[af]?' is not defined for option '(gpu-name|gpu-architecture)'",
               cause="the compiler or engine builder (Triton's PTX, TensorRT) is older than this GPU's architecture",
               remedies=(Remedy("Use a release of the compiler/engine that knows this GPU (TensorRT 8.5+ for sm_89, 10.8+ for "
                                "sm_120; a Triton and torch built with a CUDA that has the architecture)", id="compiler-for-gpu"),
@@ -239,7 +239,7 @@ SIGNATURES = (
     # (its ROCm build the same for AMD: "FlashAttention only supports AMD MI200 GPUs or newer", and its setup's check of the
     # card's gfx target: "gfx1100 is invalid or not supported by Flash-Attention", github.com/ROCm/flash-attention)
     Signature("no-kernel-image", r"FlashAttention only supports (Ampere|AMD MI200) GPUs or newer|"
-                                 r"\bgfx\w+ +is invalid or not supported by Flash-?Attention|"
+                                 r"\bgfx\w+[^\n]{0,6}? +is invalid or not supported by Flash-?Attention|"
                                  r"FlashAttention backward for head dim \d+[^\n]{0,40} requires A100|"
                                  r"Expected is_sm8x \|\| is_sm90 to be true|Expected is_sm80 \|\| is_sm90 to be true",
               cause="flash-attn 2 has no kernels for this GPU's architecture (compute capability below 8.0, or an AMD GPU "
@@ -249,13 +249,13 @@ SIGNATURES = (
     Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version|%s" % _runtime_error(35, "cudaErrorInsufficientDriver"),
               cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
-    Signature("driver-too-old", r"(The )?NVIDIA driver on your system is too old \(found version (\d+)\)",
+    Signature("driver-too-old", r"(The )?(?i:NVIDIA driver) on your system is too old \(found version (\d+)\)",
               frames=(r"torch/cuda/__init__\.py",),
               cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # (the same retold without its version, as an issue's title: "RuntimeError: NVIDIA driver too old";
     # github.com/MIC-DKFZ/nnUNet/issues/2160)
-    Signature("driver-too-old", r"\b(?i:NVIDIA) driver (on your system )?(is )?too old\b(?! \(found version)|"
+    Signature("driver-too-old", r"\b(?i:NVIDIA driver) (on your system )?(is )?too old\b(?! \(found version)|"
                                 # the runtime asking the driver for an API it does not have (cudaErrorCallRequiresNewerDriver:
                                 # lmdeploy's stream-ordered allocator under a CUDA 11.4 driver)
                                 r"API call is not supported in the installed CUDA driver|%s" % _runtime_error(36, "cudaErrorCallRequiresNewerDriver"),

@@ -107,11 +107,20 @@ SIGNATURES = (
     # Out of GPU memory told in a user's words, with no allocator message pasted: "OOM", "显存不足", "VRAM is full"
     # (not "OOM" joined by hyphens on both sides, a name: a run's, a config's, "sdxl-lora-OOM-repro-bs2"; and not
     # vLLM's start-up advice, "If you are running out of memory, consider decreasing `gpu_memory_utilization`")
-    Signature("out-of-memory", r"(?<!\w-)\bOOM(s|ed|ing)?\b|\bOOM(s|ed|ing)?\b(?!-\w)|显存(不足|不够|溢出|爆|占满)|"
+    # (nor a compound that says it is avoided, "OOM-safe margin", "OOM-free"; nor torch.cuda.memory_summary()'s count of none,
+    # "CUDA OOMs: 0")
+    # (bounded by what is not a Latin letter or digit, so that CJK beside it counts: "跑到一半就OOM了"; and Chinese's and
+    # Japanese's other word orders: "爆显存", "VRAM不足")
+    Signature("out-of-memory", r"(?<![A-Za-z0-9_]-)(?<![A-Za-z0-9_])OOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-(safe|free|proof|aware|"
+                               r"resilient|resistant|tolerant|guard|protect|prevent|avoid)|s?:\s*0\b)|"
+                               r"(?<![A-Za-z0-9_])OOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-\w|s?:\s*0\b)|显存(不足|不够|溢出|爆|占满)|爆显存|"
+                               r"VRAM ?(不足|が足りない)|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
                                # mem"; Java's own error is not torch's)
                                r"(?<!java\.lang\.)\bOutOfMemoryError\b|"
-                               r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )out of (GPU |CUDA |video )?mem(ory)?\b)|"
+                               # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
+                               r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
+                               r"out of (GPU |CUDA |video )?mem(ory)?\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
               unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
@@ -134,7 +143,10 @@ SIGNATURES = (
                                r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b|"
                                # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)", bash's "Killed"
                                # alone on its line, or its job report "./train.sh: line 5: 1234 Killed  python train.py")
-                               r"terminated by signal SIGKILL\b|(^|\n)[ \t]*Killed[ \t]*(?=\n|$)|: line \d+: +\d+ Killed\b",
+                               r"terminated by signal SIGKILL\b|(^|\n)[ \t]*Killed[ \t]*(?=\n|$)|: line \d+: +\d+ Killed\b|"
+                               # (zsh's "zsh: killed     python train.py", bash's job list "[1]+  Killed    python train.py",
+                               # Kubernetes' "Reason: OOMKilled" and "Exit Code: 137")
+                               r"\bzsh: killed +\S|^\[\d+\][+-]? +Killed +\S|\bOOMKilled\b|(?i:\bexit code:? *137\b)",
               cause="the process was killed with SIGKILL, which is how Linux's OOM killer ends a process when host RAM runs "
                     "out (weights loaded whole in every rank, CPU offload, many DataLoader workers); `dmesg` shows "
                     "'Out of memory: Killed process' when it was",

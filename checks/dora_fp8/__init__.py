@@ -149,15 +149,19 @@ SIGNATURES = (
     # An error that names a quantized layer or tensor class (bitsandbytes' Linear4bit/Params4bit, GPTQ/AWQ/Marlin kernels,
     # quanto's QLinear, torchao's AffineQuantizedTensor/Float8Tensor, HQQ) beside an adapter: the adapter code met the
     # packed weight
+    # (not a model's printed layout, "(base_layer): Linear4bit(in_features=4096, ...)", which a healthy QLoRA run shows)
     Signature("adapter-on-quantized-base", r"\b(Linear4bit|Linear8bitLt|Params4bit|Int8Params|\w*QuantLinear\w*|WQLinear_\w+|"
-                                           r"QLinear|QBytesTensor|AffineQuantizedTensor|Float8Tensor|HQQLinear|\w*Marlin\w*Linear)\b",
+                                           r"QLinear|QBytesTensor|AffineQuantizedTensor|Float8Tensor|HQQLinear|\w*Marlin\w*Linear)\b"
+                                           r"(?!\((in_features=|\s*$))",
               context=(r"(?i)\b(q?lora|dora|peft|lycoris|adapters?)\b",), context_required=True,
               unless=_API_DRIFT + (_PEFT_REFUSES,),  # peft's own refusal for those kernels, below, says more
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
     Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
-    Signature("adapter-on-quantized-base", r"^(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
+    # (a line naming those files, but not a warning they print on a run that goes on: "bnb.py:325: UserWarning: Merge lora
+    # module to 4-bit linear may get different generations due to rounding errors")
+    Signature("adapter-on-quantized-base", r"^(?!.*?\b\w*Warning: )(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
               unless=_API_DRIFT + _NO_ADAPTER + _ARCH_NO_LORA, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),

@@ -54,8 +54,10 @@ PYTHON_OWN_MODULES = (r"_(asyncio|bz2|ctypes|decimal|elementtree|hashlib|lzma|ms
                       r"sqlite3|ssl|tkinter|uuid|wmi|zoneinfo)")
 
 # Another package's compiled module, reached through a companion's import (torchvision imports Pillow): Pillow's
-# _imaging, OpenCV, numpy's and scipy's own, onnxruntime's
-OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state)\b"
+# _imaging, OpenCV, numpy's and scipy's own, onnxruntime's; and the desktop libraries' own (pywin32's win32api and
+# pywintypes, Qt's QtCore/QtGui through matplotlib)
+OTHER_PACKAGES_DLL = (r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state|"
+                      r"win32\w*|pywintypes|Qt(Core|Gui|Widgets)\w*)\b")
 
 # Windows' ERROR_PROC_NOT_FOUND (WinError 127: a module loaded, but a symbol it imports is not in the DLLs it found) in the
 # languages users paste it in; learn.microsoft.com/windows/win32/debug/system-error-codes--0-499- (the translations are
@@ -63,7 +65,8 @@ OTHER_PACKAGES_DLL = r"DLL load failed while importing (_imaging\w*|cv2|_multiar
 PROC_NOT_FOUND = (r"(?i:the specified (procedure|program) (could not|cannot|can't|couldn't) be found)|找不到指定的程序|"
                   r"指定されたプロシージャが見つかりません|Die angegebene Prozedur wurde nicht gefunden|"
                   r"(?i:la procédure spécifiée est introuvable)|Не найдена указанная процедура|"
-                  r"(?i:no se encontró el procedimiento especificado)|지정된 프로시저를 찾을 수 없습니다")
+                  r"(?i:no se encontró el procedimiento especificado)|지정된 프로시저를 찾을 수 없습니다|"
+                  r"(?i:impossibile trovare la procedura specificata)|(?i:não foi possível encontrar o procedimento especificado)")
 
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
 TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
@@ -169,8 +172,9 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # a TorchScript custom class its library should have registered (torch's own words: "Tried to instantiate class
     # 'FasterTransformer.ParallelGptOp', but it does not exist! Ensure that it is registered via torch::class_"): the op
-    # library was not loaded, or was built against another torch and failed to register
-    Signature("import-fails", r"Tried to instantiate class '[\w.]+', but it does not exist",
+    # library was not loaded, or was built against another torch and failed to register (not torch's own quantized engine's
+    # classes, 'quantized.LinearPackedParamsBase')
+    Signature("import-fails", r"Tried to instantiate class '(?!(__torch__\.torch\.classes\.)?quantized\.)[\w.]+', but it does not exist",
               cause="a compiled op library's custom class is not registered: the library did not load, or was built against "
                     "another torch release",
               remedies=(Remedy("Load the op library before use (`torch.classes.load_library(...)`) and build it against the "
@@ -203,8 +207,9 @@ SIGNATURES = (
                         REINSTALL_EXTENSION)),
     # macOS's loader not finding a library a package's compiled module links through its rpath ("dlopen(.../_k2.cpython-36m-
     # darwin.so, 2): Library not loaded: @rpath/libk2context.dylib"): the package's own libraries, or torch's, not where the
-    # extension expects them; torch's own module missing one is torch's
-    Signature("import-fails", r"Library not loaded: @rpath/[\w.+-]+\.dylib", unless=(r"Referenced from: \S*[\\/]torch[\\/]",),
+    # extension expects them; torch's own module missing one is torch's (macOS 13+ puts the image's UUID before its path:
+    # "Referenced from: <7A2E...> /.../torch/lib/libtorch_python.dylib")
+    Signature("import-fails", r"Library not loaded: @rpath/[\w.+-]+\.dylib", unless=(r"Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/]",),
               frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",),
               cause="a package's compiled module cannot find a library it links through its rpath: its own libraries are "
                     "not where it was built to find them, or it was built against another torch",
@@ -325,8 +330,14 @@ SIGNATURES = (
     # another torch: "DLL load failed while importing _fused: The specified procedure could not be found")
     # (and torch's own `_C`, where torch's own import is nowhere in view: a package's `_C` missing a symbol, in any
     # language: pytorch3d's, nunchaku's, diff-gaussian-rasterization's; torch's own _C fails for a missing DLL, 126)
-    Signature("import-fails", r"DLL load failed while importing _?\w+: (%s)" % PROC_NOT_FOUND,
+    Signature("import-fails", r"DLL load failed while importing (?!%s\b)_?\w+: (%s)" % (PYTHON_OWN_MODULES, PROC_NOT_FOUND),
               unless=(OTHER_PACKAGES_DLL, r"torch[/\\]+__init__\.py|^\s*from torch\._C import"),
+              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # (and the same met by torch.ops.load_library, with which PyG's companions load their own library: "OSError: [WinError
+    # 127] The specified procedure could not be found" under torch_sparse/__init__.py and torch/_ops.py)
+    Signature("import-fails", r"\[WinError 127\] (%s)" % PROC_NOT_FOUND, frames=(r"(^|/)torch/_ops\.py$",) + _COMPANION_FRAMES,
+              frames_required=True,
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own `_C` (nunchaku's, not torch's: no torch/__init__.py in the traceback) failing with WinError 127 in
@@ -409,14 +420,19 @@ SIGNATURES = (
     # builder says the same before its JIT build ("Installed CUDA version 12.2 does not match the version torch was
     # compiled with 11.7, unable to compile cuda/cpp extensions": deepspeed/ops/op_builder/builder.py)
     Signature("cuda-variant-mismatch", r"detected CUDA version ?\([\d.]+\) mismatches the version that was used to compile|"
-                                       r"Installed CUDA version [\d.]+ does not match (the version torch was compiled with|torch(.s)? version\b)",
+                                       r"Installed CUDA version [\d.]+ does not match (the version torch was compiled with|torch(.s)? version\b)"
+                                       # (not where DeepSpeed goes on: "... but since the APIs are compatible, accepting this
+                                       # combination", or DS_SKIP_CUDA_CHECK's "Allowing this combination")
+                                       r"(?![^\n]*\b(accepting|Allowing) this combination)",
               cause="an extension is being built with a CUDA toolkit (nvcc) other than the CUDA this torch was built with",
               remedies=(Remedy("Build with the CUDA toolkit of torch's own CUDA version (point CUDA_HOME at it), or install the torch "
                                "wheel built for the toolkit you have", id="toolkit-matches-torch"),)),
     # pip's resolver saying a package that pins one torch release exactly (the compiled companions do: xformers,
     # torchvision, torchaudio, vllm) now sits beside another: "xformers 0.0.23 requires torch==2.1.1, but you have torch
     # 2.2.0 which is incompatible"; the probe's pairing names the companion's release for the installed torch
-    Signature("version-mismatch", r"\b[\w.-]+ [\w.+]+ requires torch==[\w.+]+, but you have torch [\w.+]+ which is incompatible",
+    # (pip before 20.3 said it "has requirement torch==1.13.1, but you'll have torch 2.0.0 which is incompatible")
+    Signature("version-mismatch", r"\b[\w.-]+ [\w.+]+ requires torch==[\w.+]+, but you have torch [\w.+]+ which is incompatible|"
+                                  r"\b[\w.-]+ [\w.+]+ has requirement torch==[\w.+]+, but you'll have torch [\w.+]+ which is incompatible",
               confirmed_by=("extension-abi:version-mismatch",),
               cause="a package built for one torch release (an exact pin) sits beside another torch: pip installed a torch "
                     "other than the one its compiled parts were built against",

@@ -41,19 +41,27 @@ PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|re
                r"\b(image|output|result|picture|pic|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
                r"(all |total |totally |completely |pure |just |entirely )?black\b)")
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
-             r"%(loss)s[^\n]{0,40}%(nan)s|%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
+             # (not a Trainer's metrics where the gradient norm alone is inf: GradScaler's skipped step, "{'loss': 2.34,
+             # 'grad_norm': inf, ...}")
+             r"%(loss)s[^\n]{0,40}(?<!grad_norm': )(?<!grad_norm\": )(?<!grad_norm: )(?<!grad_norm=)%(nan)s|"
+             r"%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
              r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got|occurs?|occurred|appears?|appeared|"
              r"becomes?|became|goes|went|turns? (in)?to)\s+(only\s+|all\s+)?%(nan)s|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
-PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|f16|half|amp|sdxl)(?![A-Za-z])|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|"
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])|float16|--no-half|no_half|"
+              r"\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user
 # turned it off (`--sd-disable-nsfw`, `--disable-nsfw-filter`, `safety_checker=None`, and diffusers' own warning then: "You
 # have disabled the safety checker for <class ...> by passing `safety_checker=None`")
+# NaNs said to persist in fp32 (or with fp16 turned off) are not an fp16 overflow: wrong settings, a broken checkpoint, a
+# learning rate ("Even with --precision full --no-half the loss is still nan", "关闭amp，全部用fp32训练后loss仍然是nan")
+FP32_TOO = (r"(?i:(already|still|even)\b[^\n]{0,80}(float32|fp32|--no-half|32-bit|full precision))|"
+            r"(关闭|关掉|去掉|不用|禁用)\s*(amp|fp16|混合精度|半精度)|(fp32|float32)[^\n]{0,20}(仍然|还是|依然|也是?)")
 SAFETY_CHECKER = r"(?i)(?<!disabled the )(?<!requires_)safety[_ ]checker(?!\W{0,3}[=:]\s*(None|null|False)\b)|(?<!disable[-_])\bnsfw\b"
 
 # What `explain` says of an fp16 overflow, however it showed
@@ -87,7 +95,7 @@ SIGNATURES = (
               # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
               # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
               context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
-                       r"\* ?255\b[^\n]{0,40}\.astype\(",), context_required=True,
+                       r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
@@ -107,13 +115,13 @@ SIGNATURES = (
               remedies=(Remedy("Run the VAE in fp32 (`--no-half-vae`; diffusers: `vae.to(torch.float32)` or madebyollin/sdxl-vae-fp16-fix), "
                                "or the whole model in bf16 where the GPU has it", id="vae-fp32"),),
               # NaNs that persist in fp32 are not an fp16 overflow (wrong settings, a broken checkpoint)
-              unless=(r"(already|still|even)\b[^\n]{0,80}(float32|fp32|--no-half|32-bit|full precision)",)),
+              unless=(FP32_TOO,)),
     # The same overflow told in words, with no error line: NaN losses, NaN logits or latents, black images, from a run in
     # fp16. Read only where no raised error explains the log, and only beside fp16 words or the setups known to overflow
     # there: SDXL's VAE (the reason madebyollin/sdxl-vae-fp16-fix exists), GTX 16xx cards (A1111's wiki: they need
     # --precision full --no-half).
     Signature("fp16-overflow", PROSE_NAN, context=(PROSE_FP16,), context_required=True,
-              unless=(SAFETY_CHECKER,),  # the pipeline's safety checker blanks an image on purpose
+              unless=(SAFETY_CHECKER, FP32_TOO),  # the pipeline's safety checker blanks an image on purpose
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN: NaN losses, black images); it was "
                     "trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),

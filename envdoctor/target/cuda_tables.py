@@ -123,16 +123,20 @@ GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
 )
 # The GeForce cards as people write them in a log by their number alone ("a 3090", "2080ti", "4060 Ti 16GB"), read after
 # the names: a bare number may be a line number, a step or a port, so a reading that only needs a GPU's name leaves
-# these out. Where a number is plainly something else it is no GPU: a line number ("line 2080", "model.py:2080"), a step
-# or a port, one side of a fraction or a version ("4090/10000", "3090.5")
-_NOT_A_COUNT = r"(?<![\w.:/=#-])(?<![Ll]ine )(?<![Pp]ort )(?<![Ss]tep )"
-_NOT_A_FRACTION = r"(?![/.:]\d)"
+# these out. Where a number is plainly something else it is no GPU: a line number ("line 2080", "model.py:2080", nvcc's
+# "fp8_gemm.cu(2080)"), a step, an iteration or a port, a list of sizes ("dims=[4090, 4096]"), one side of a fraction or a
+# version ("4090/10000", "3090.5"). A neighbour in another script is no word boundary ("4090显卡"), and two cards may share
+# a slash ("3090/4090")
+_NOT_A_COUNT = (r"(?<![A-Za-z0-9_.:=#\[-])(?<!\d/)(?<!\w\()(?<![Ll]ine )(?<![Pp]ort )(?<![Ss]tep )(?<![Ii]ter )"
+                r"(?<![Ii]teration )(?<![Bb]atch )(?<![Ee]poch )")
+_CARD_NUMBER = r"(20[678]0|30[5-9]0|40[6-9]0|50[6-9]0)(?!\d)"
+_NOT_A_FRACTION = r"(?![A-Za-z0-9_])(?!/(?!%s)\d|[.:]\d|,\s*\d)" % _CARD_NUMBER
 GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = tuple(
     (_NOT_A_COUNT + number + _NOT_A_FRACTION, cap) for number, cap in (
-        (r"\b20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (7, 5)),
-        (r"\b30[5-9]0( ?[Tt][Ii])?\b", (8, 6)),
-        (r"\b40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?\b", (8, 9)),
-        (r"\b50[6-9]0( ?[Tt][Ii])?\b", (12, 0)),
+        (r"20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (7, 5)),
+        (r"30[5-9]0( ?[Tt][Ii])?", (8, 6)),
+        (r"40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (8, 9)),
+        (r"50[6-9]0( ?[Tt][Ii])?", (12, 0)),
     )
 )
 GPU_CAPABILITY_PATTERNS = GPU_NAME_CAPABILITY + GPU_NUMBER_CAPABILITY

@@ -9,8 +9,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.pipeline.explain.reader import LOOSE_CHARS, LogLine
 
+# (not a start-up timing: stable-diffusion-webui's "Startup time: ... (import torch: 3.3s, ...)")
 _TORCH_VERSION = re.compile(
-    r"(?:\btorch(?:==|[ :=_-]+(?:version)?[ :=]*)|PyTorch version:? *|torch-)v?(?P<v>\d+\.\d+(?:\.\d+)?(?:[a-z]+\d*)?(?:[.+]\w+)*)", re.I)
+    r"(?:(?<!import )\btorch(?:==|[ :=_-]+(?:version)?[ :=]*)|PyTorch version:? *|torch-)v?"
+    r"(?P<v>\d+\.\d+(?:\.\d+)?(?:(?!m?s\b)[a-z]+\d*)?(?:[.+]\w+)*)(?![\w.])", re.I)
 _DEVICE_CPU = re.compile(r"(?:Using|using|[Dd]evice|train_device|--device)[ :=\"']+cpu\b|device\(type='cpu'\)|running on cpu|on CPU\b")
 _DEVICE_CUDA = re.compile(r"(?:Using|using|[Dd]evice|train_device|--device)[ :=\"']+cuda|device\(type='cuda'|cuda:\d")
 _GPU_NAME = re.compile(r"\b(?:NVIDIA |Tesla |Quadro |GeForce )?(?:A100|H100|H200|A10G|A10|A6000|L40S?|L4|T4|V100|P100|K80|P40|M40|"
