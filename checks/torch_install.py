@@ -304,6 +304,10 @@ SPLIT_CUDA_LIBRARY = r"libtorch_cuda_(cu|cpp)\.so[.\d]*: cannot open shared obje
 CUDNN_OWN_LOADER = r"Could not (load library|locate) (lib)?cudnn_\w+"
 # onnxruntime's own execution providers loading the CUDA libraries they were built for
 ONNXRUNTIME_PROVIDER = r"onnxruntime_providers_(cuda|tensorrt)|TryGetProviderInfo_(CUDA|TensorRT)|onnxruntime-gpu"
+# a package logging its own compiled module's import failure and going on without it (vLLM's "Failed to import from
+# vllm._C with ImportError('libcudart.so.11.0: cannot open shared object file ...')"): the library it names is that
+# module's need, not torch's
+PACKAGE_C_LOGGED = r"Failed to import from (?!torch\b)[\w.]+\._C with ImportError"
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
                           "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
                           "+cuXXX build on a Mac", id="supported-python")
@@ -355,7 +359,7 @@ SIGNATURES = (
               # (nor onnxruntime's CUDA provider failing on the cuDNN it needs: "Failed to load library
               # libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"; onnxruntime's
               # install, as its threads settle it)
-              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER),
+              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED),
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)
@@ -373,7 +377,9 @@ SIGNATURES = (
     Signature("torch-import-failed", r"^\W*[Ii]llegal [Ii]nstruction\b|\n\W*[Ii]llegal [Ii]nstruction\b|^\W*非法指令|\n\W*非法指令|"
                                                   r"^\W*Ungültiger Maschinenbefehl\b|\n\W*Ungültiger Maschinenbefehl\b|"
                                                   r"<Signals\.SIGILL: 4>|\bSIGILL\b|\billegal hardware instruction\b[^\n]*\btorch\b|"
-                                                  r"Fatal Python error: Illegal instruction\b",
+                                                  r"Fatal Python error: Illegal instruction\b|"
+                                                  # (Windows' STATUS_ILLEGAL_INSTRUCTION as an IDE reports the exit code)
+                                                  r"exit code -1073741795\b|\b0xC000001D\b",
               unless=(r"(?i)numpy|openblas|onnxruntime|tensorflow|^\s*(>>>\s*)?from (?!torch\b)\w+|"
                       r"^\s*(>>>\s*)?import (?!torch\b)\w+|-c ['\"]\s*(import|from) (?!torch\b)\w+",),
               cause="torch's compiled code uses an instruction this CPU does not have (AVX/AVX2 on an older x86 CPU, newer "

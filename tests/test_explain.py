@@ -1127,6 +1127,22 @@ def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
              "library-probes"),
             ("THCudaCheck FAIL file=c:\\w\\aten\\src\\thc\\thcgeneral.cpp line=405 error=11 : invalid argument", "cuda-compat")):
         assert top(text + "\n") == check, text
+    # Vulkan-Hpp's allocation by name (not an instance a broken ICD cannot create); the PTX JIT's driver-API name; kohya's
+    # assertion wrapped; Windows' STATUS_ILLEGAL_INSTRUCTION after torch's import; NaN attention scores in fp16
+    assert top("RuntimeError: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\n") == "device-memory"
+    assert top("RuntimeError: vk::createInstanceUnique: ErrorOutOfHostMemory\n") != "device-memory"
+    assert top("numba.cuda.cudadrv.driver.LinkerError: [222] Call to cuLinkAddData results in "
+               "CUDA_ERROR_UNSUPPORTED_PTX_VERSION\n") == "cuda-compat"
+    assert top("AssertionError: fp8_base requires mixed\nprecision='fp16' or 'bf16'\n") == "dora-fp8"
+    assert top(">>> import torch\n\nProcess finished with exit code -1073741795 (0xC000001D)\n") == "torch-install"
+    assert top("We see NaNs in the attention scores when running the model in float16\n") == "library-probes"
+    # torch's library sought from a package's own _C in a source tree; a package logging its _C's failure (the library it
+    # names is that module's need, not torch's)
+    src = _traceback("ImportError: libc10.so: cannot open shared object file: No such file or directory",
+                     "/home/me/detectron2/detectron2/layers/deform_conv.py")
+    assert top(src.replace("    return f(x)\n", "    from detectron2 import _C\n")) == "extension-abi"
+    assert top("WARNING 07-15 10:21:33 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.11.0: "
+               "cannot open shared object file: No such file or directory')\n") == "extension-abi"
 
 
 def test_other_failures_get_no_cause() -> None:

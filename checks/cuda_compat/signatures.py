@@ -266,7 +266,8 @@ SIGNATURES = (
     Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+",
               cause="the host's NVIDIA driver is older than the CUDA the container image needs",
               remedies=CONTAINER_NEWER_THAN_DRIVER),
-    Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain",
+    # (the driver API's name for it: CUDA_ERROR_UNSUPPORTED_PTX_VERSION, numba's "cuLinkAddData results in ...")
+    Signature("driver-too-old", r"the provided PTX was compiled with an unsupported toolchain|\bCUDA_ERROR_UNSUPPORTED_PTX_VERSION\b",
               cause="PTX from a newer CUDA toolkit than the driver supports (JIT needs the toolkit's full driver row)",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # The driver refusing code a compiler just produced (CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"): Triton's

@@ -85,7 +85,9 @@ SIGNATURES = (
                                r"Allocation on device(?: \d+ would exceed allowed memory|\s*(?:$|\n))|"
                                # (Vulkan's allocator, the engines behind the ncnn upscalers: VkResult -1 and -2 are
                                # VK_ERROR_OUT_OF_HOST_MEMORY and VK_ERROR_OUT_OF_DEVICE_MEMORY, Vulkan spec "VkResult")
-                               r"vkAllocateMemory failed -[12]\b|"
+                               # (or by name where memory is allocated: Vulkan-Hpp's "vk::Device::allocateMemory:
+                               # ErrorOutOfDeviceMemory"; not "vk::createInstanceUnique: ErrorOutOfHostMemory", a broken ICD)
+                               r"vkAllocateMemory failed -[12]\b|\ballocate\w*: ErrorOutOf(Device|Host)Memory\b|"
                                # (torch-directml's allocator: "Could not allocate tensor with 1032884736 bytes. There is not
                                # enough GPU video memory available!")
                                r"There is not enough GPU video memory available|"

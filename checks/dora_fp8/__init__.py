@@ -88,7 +88,7 @@ SIGNATURES = (
     Signature("dora-float8-base", r"^(?=.*?\b(lora|LoRA|LORA)\b).*?(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     # kohya's sd-scripts training a LoRA on an fp8 base without mixed precision (train_network.py: "fp8_base requires mixed
     # precision='fp16' or 'bf16'"): the adapter's math runs in the base's float8 unless autocast lifts it
-    Signature("dora-float8-base", r"fp8_base requires mixed precision='fp16' or 'bf16'",
+    Signature("dora-float8-base", r"fp8_base requires mixed\s+precision='fp16' or 'bf16'",
               cause="the LoRA trains on a float8 base without mixed precision: sd-scripts needs autocast (fp16 or bf16) to "
                     "compute the adapter over the fp8 weights",
               remedies=(Remedy("Set mixed_precision to bf16 (or fp16) with fp8_base, or drop fp8_base and load the base in bf16",

@@ -25,7 +25,7 @@ from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
 from ..cuda_compat.signatures import LOCATED_NO_KERNEL
-from ..torch_install import MACHO_WRONG_CPU, SPLIT_CUDA_LIBRARY
+from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -95,6 +95,20 @@ SIGNATURES = (
               remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
                                "it still fails, install the extension's build for this torch", id="import-torch-first"),
                         REINSTALL_EXTENSION)),
+    # (or where the import shown is another package's own compiled module, from a source tree: detectron2's `from
+    # detectron2 import _C`)
+    Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
+              context=(r"^\s*from (?!torch\b)[\w.]+ import _C\b|^\s*import (?!torch\b)[\w.]+\._C\b",), context_required=True,
+              unless=(r"[\\/]torch[\\/]__init__\.py",),
+              cause="a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
+                    "build it against this torch",
+              remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
+                               "it still fails, install the extension's build for this torch", id="import-torch-first"),
+                        REINSTALL_EXTENSION)),
+    # a package logging its own compiled module's import failure (torch_install.PACKAGE_C_LOGGED): a build for another CUDA
+    Signature("import-fails", PACKAGE_C_LOGGED,
+              cause="a package's compiled module does not load: it was built for another torch or CUDA than the one here",
+              remedies=(REINSTALL_EXTENSION,)),
     # a package's prebuilt compiled module needing a newer C library than the system's ("version `GLIBC_2.32' not found
     # (required by .../sam2_train/_C.so)"), or a newer C++ or OpenMP runtime than the one loaded first (libstdc++'s
     # GLIBCXX_/CXXABI_, libgomp's GOMP_4.0 that torch's bundled libgomp lacks: "required by .../libwarpctc.so"); torch's

@@ -45,7 +45,7 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              # 'grad_norm': inf, ...}")
              r"%(loss)s[^\n]{0,40}(?<!grad_norm': )(?<!grad_norm\": )(?<!grad_norm: )(?<!grad_norm=)%(nan)s|"
              r"%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
-             r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?)\b|"
+             r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?|(attention )?scores|activations)\b|"
              r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got|occurs?|occurred|appears?|appeared|"
              r"becomes?|became|goes|went|turns? (in)?to)\s+(only\s+|all\s+)?%(nan)s|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
