@@ -333,7 +333,7 @@ NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and
 # cuda support"; a machine translation in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
 # (and the CPU build's missing CUDA half seen from a CUDA call: "Cannot get CUDA generator without ATen_cuda library", a
 # torch._C without its CUDA bindings: "module 'torch._C' has no attribute '_cuda_setDevice'")
-_NOT_BUILT_WITH_CUDA = (r"(?i:Torch not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译|"
+_NOT_BUILT_WITH_CUDA = (r"(?i:Torch (is |was )?not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译|"
                         r"without ATen_cuda library|module '?torch\._C'? has no attribute '?_cuda_\w+")
 
 NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall them "

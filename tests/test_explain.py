@@ -1143,6 +1143,54 @@ def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
     assert top(src.replace("    return f(x)\n", "    from detectron2 import _C\n")) == "extension-abi"
     assert top("WARNING 07-15 10:21:33 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.11.0: "
                "cannot open shared object file: No such file or directory')\n") == "extension-abi"
+    # third review (stop 39's readings and multi-process logs): NCCL's INFO lines of a healthy start ("via P2P/CUMEM") do
+    # not make a watchdog timeout the transport's, so the rank that died of OOM is the cause; a timeout where the log says
+    # P2P was refused still is
+    oom_rank = "\n".join([
+        "[rank0]:node1:3311:3391 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+        "[rank0]:node1:3311:3391 [0] NCCL INFO comm 0x55d5c0a1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        "[rank1]:Traceback (most recent call last):",
+        '[rank1]:  File "/workspace/train.py", line 118, in main',
+        "[rank1]:    loss.backward()",
+        "[rank1]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 1 has a total capacity of 23.64 "
+        "GiB of which 1.02 GiB is free.",
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1815, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800051 milliseconds before timing out.",
+        "[rank0]:terminate called after throwing an instance of 'c10::DistBackendError'",
+        "[rank0]:  what():  [PG 0 Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1815, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800051 "
+        "milliseconds before timing out.", ""])
+    assert top(oom_rank) == "device-memory"
+    refused = oom_rank.replace("Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read", "Could not enable P2P between dev 1(=1c000) "
+                               "and dev 0(=1b000)").replace("torch.OutOfMemoryError: CUDA out of memory.", "step 1815 done.")
+    assert top(refused) == "distributed"
+    # advice after a label or a logger's level is no error; flags and variables named *_cuda/*_engine are no compiled module
+    assert top("Error [Errno 2] No such file: 'x.png'\nTip: If you encounter CUDA out of memory, try to set --tile\n") != "device-memory"
+    assert top("2024-03-02 10:11:12,902 INFO: If you encounter CUDA out of memory, try to set --tile\n") != "device-memory"
+    assert top("NameError: name 'use_cuda' is not defined\n") != "extension-abi"
+    assert top("NameError: name 'model_engine' is not defined\n") != "extension-abi"
+    assert top("NameError: name 'awq_ext' is not defined\n") == "extension-abi"
+    # Debian's dist-packages; torch's words retyped with "is" or in lowercase; rocBLAS with another reason; the store's
+    # missing ranks; gloo's missing interface
+    assert top("OSError: /usr/local/lib/python3.10/dist-packages/spconv/core_cc.cpython-310-x86_64-linux-gnu.so: undefined "
+               "symbol:\n") == "extension-abi"
+    assert top("AssertionError: Torch is not compiled with CUDA enabled\n") == "torch-install"
+    assert top("torch is not compiled with cuda enabled, what do I do?\n") == "torch-install"
+    assert top("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: Illegal seek for GPU arch : "
+               "gfx1032\n") == "cuda-compat"
+    assert top("torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 1/2 clients joined.\n") == "distributed"
+    assert top("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to "
+               "find address for: eth0\n") == "distributed"
+    assert top("[W ..\\torch\\csrc\\distributed\\c10d\\socket.cpp:558] [c10d] The client socket has failed to connect to "
+               "[DESKTOP-7Q77KOJ]:29500 (system error: 10049).\n") != "distributed"
+    # third sweep (ordinary failures as users paste them): GradScaler's own code line in a Ctrl-C's frames is no NaN;
+    # "fp16=False" is no fp16 word
+    ctrl_c = ('  File "/env/site-packages/torch/amp/grad_scaler.py", line 454, in step\n    if not sum(v.item() for v in '
+              'optimizer_state["found_inf_per_device"].values()):\nKeyboardInterrupt\n')
+    assert top("Traceback (most recent call last):\n" + ctrl_c) == "none"
+    trainer = "TrainingArguments(output_dir='out', fp16=False, bf16=False)\n{'loss': nan, 'grad_norm': nan, 'epoch': 0.1}\n"
+    assert top(trainer) == "none"
+    assert top(trainer.replace("fp16=False", "fp16=True")) == "library-probes"
 
 
 def test_other_failures_get_no_cause() -> None:

@@ -99,7 +99,7 @@ SIGNATURES = (
     # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function")
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
                                  r"(cuda runtime error \(8\)|error=8) ?: ?invalid device function|"
-                                 r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: No such file or directory for GPU arch",
+                                 r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: [^\n]{0,40}for GPU arch",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "

@@ -27,6 +27,10 @@ DATALOADER_SHM = (r"workers are out of shared memory|insufficient shared memory 
 
 # The c10d store and torchrun's rendezvous: a rank that never arrives, an address no rank can reach.
 RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connect to|RendezvousConnectionError|RendezvousTimeoutError|"
+              # (and torch 2.x's TCPStore waiting for ranks that never came: "Timed out after 1801 seconds waiting for
+              # clients. 1/2 clients joined."; not its "[W socket.cpp:558] The client socket has failed to connect to
+              # [DESKTOP-X]:29500" warning, which Windows prints on runs that go on)
+              r"waiting for clients\. \d+/\d+ clients joined|"
               r"Timed out initializing process group in store based barrier|The server socket has failed to listen on any local network|"
               # (a rank asking rank 0 for NCCL's id through the store, and rank 0 gone: "[1] is setting up NCCL communicator and
               # retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection
@@ -141,7 +145,10 @@ SIGNATURES = (
                     "or the nodes' HCAs cannot reach each other (GID index, switches)",
               remedies=(IB_OFF_CONFIRMS,
                         CONFIRM_ACROSS_RANKS)),
+    # (gloo's own: "[enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find
+    # address for: eth0", GLOO_SOCKET_IFNAME naming an interface this machine lacks)
     Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
+                               r"gloo[^\n]*Unable to find address for: \w+|"
                                r"Socket creation failed ?: Address family not supported|"
                                r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)",
               cause="NCCL has no usable network interface to the other nodes: NCCL_SOCKET_IFNAME names none that is up here, "
@@ -174,9 +181,11 @@ SIGNATURES = (
                                "gradients in fp32 (DDP's bf16 compression hook off, mixed precision keeping fp32 master "
                                "weights)", id="nccl-for-dtype"), CONFIRM_ACROSS_RANKS)),
     # The watchdog's timeout alone is most often the script's own (a rank that skipped a collective, a data loader that
-    # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies
+    # stalls one rank): read as the transport only where the log speaks of peer-to-peer copies (not NCCL's INFO lines of
+    # a healthy start, "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read", unless they say P2P was refused)
     Signature("collective-fails", r"Watchdog caught collective operation timeout", across_ranks=True,
-              context=(r"\bP2P\b|NCCL_P2P_\w+|\bACS\b|IOMMU",), context_required=True,
+              context=(r"^(?!.*\bNCCL INFO\b(?!.*(Could not enable P2P|P2P is disabled))).*?(\bP2P\b|NCCL_P2P_\w+|\bACS\b|IOMMU)",),
+              context_required=True,
               cause="a collective never completed: a rank hung or skipped it, or NCCL's transport hangs between these GPUs "
                     "(peer-to-peer copies on consumer GPUs or behind PCIe ACS: NCCL_P2P_DISABLE=1 confirms)",
               remedies=(CONFIRM_ACROSS_RANKS,

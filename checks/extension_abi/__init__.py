@@ -164,7 +164,7 @@ SIGNATURES = (
     # symbol:"; github.com/traveller59/spconv/issues/579): which symbol is unknown, so only torch's own libraries are excluded
     # (or the module named alone by CPython's ABI tag: "ImportError causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so
     # undefined symbol"; a bare `_C` could be torch's own)
-    Signature("import-fails", r"site-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$|"
+    Signature("import-fails", r"(site|dist)-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$|"
                               r"(?<![\w/\\.])(?!_C\.)\w+\.cpython-[\w-]+\.so:? undefined symbol:?\s*$",
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
@@ -239,7 +239,9 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # The same module imported in a try/except and used later: the guard hid the import error, the name says which module
     # (AutoAWQ's "NameError: name 'awq_ext' is not defined" when its kernels do not load; github.com/QwenLM/Qwen3/issues/221)
-    Signature("import-fails", r"name '(?!(%s)')\w+%s' is not defined" % ("|".join(APEX_CUDA_EXTENSIONS), COMPILED_SUFFIX),
+    # (not a script's own flag or variable: "name 'use_cuda' is not defined", DeepSpeed's usual "model_engine")
+    Signature("import-fails", r"name '(?!(%s)')(?!(use|is|has|with|on|to|enable|run|device|inference|train)_)(?!model_engine')\w+%s' "
+                              r"is not defined" % ("|".join(APEX_CUDA_EXTENSIONS), COMPILED_SUFFIX),
               cause="a package's compiled extension did not import (its guard hid why): no build for this torch, CUDA or "
                     "Python, or never built",
               remedies=(REINSTALL_EXTENSION,)),
@@ -268,7 +270,8 @@ SIGNATURES = (
               cause="DGL has no tensoradapter library built for this torch release", remedies=(REINSTALL_EXTENSION,)),
     # A package's compiled part built without CUDA, in its own words ("don't compiled with cuda" from spconv's tensorview, a
     # CPU-only cumm beside a CUDA torch); torch's own "Torch not compiled with CUDA" is torch-install's
-    Signature("import-fails", r"(?i:(?<!torch )\b(don'?t|not|wasn'?t|isn'?t) (been )?compiled with (cuda|gpu)\b)",
+    Signature("import-fails", r"(?i:(?<!torch )(?<!torch is )(?<!torch was )\b(don'?t|not|wasn'?t|isn'?t) (been )?compiled with "
+                              r"(cuda|gpu)\b)",
               cause="a package's compiled part was built without CUDA (a CPU-only build) and is asked to run on the GPU",
               remedies=(REINSTALL_EXTENSION,)),
     # A custom op's own launch check naming the error CUDA gave ("CUDA kernel failed : no kernel image is available" in

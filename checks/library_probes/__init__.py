@@ -30,7 +30,8 @@ _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
 
 # NaN or inf told in words, and the blank images or empty replies they become (a line of prose, or a printed tensor of
 # nan). NaN is bounded by ASCII letters, not \b: a Chinese post writes "logits中有很多nan值".
-_NAN = r"(?<![A-Za-z])(nan|NaN|NAN|inf)s?(?![A-Za-z])"  # and the plural: "it still yields nans", "NaNs in the output"
+# (nor inside an identifier: GradScaler's own `found_inf_per_device` quoted in a traceback's frame)
+_NAN = r"(?<![A-Za-z_])(nan|NaN|NAN|inf)s?(?![A-Za-z_])"  # and the plural: "it still yields nans", "NaNs in the output"
 # An English word inside Chinese or Japanese prose has no \b around it ("基于mt5+amp的模型微调loss直接走向nan": the CJK
 # letters are word characters), so the prose words are bounded by ASCII letters alone
 _LOSS = r"(?<![A-Za-z])loss(?![A-Za-z])"
@@ -51,8 +52,10 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
-PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])|float16|--no-half|no_half|"
-              r"\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
+# (not where a setting turns it off: "fp16=False", "--fp16 false", "amp: off")
+_OFF = r"(?!\s*[=:]?\s*[\"']?(False|false|0|no|off|None)\b)"
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
+              r"|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user

@@ -192,7 +192,7 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
 _ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
 # A program's advice printed after whatever failed ("If you encounter CUDA out of memory, try to set --tile with a smaller
 # number.", Real-ESRGAN's except block): a condition, not a message, so never read as the error itself
-_ADVICE = re.compile(r"^\s*if (you|your)\b", re.IGNORECASE)
+_ADVICE = re.compile(r"^\s*(?:[^\n]{0,40}?\b(?:tip|hint|note|info|warning)\b\W{0,3})?if (you|your)\b", re.IGNORECASE)
 # A test runner's reason for skipping a test ("SKIPPED [5] tests/test_amp.py:12: CUDA not available", `-v`'s
 # "tests/test_amp.py::test_x SKIPPED (CUDA not available)", unittest's "test_x ... skipped 'no GPU'"): the condition the
 # test checked, not an error the run met
