@@ -308,6 +308,9 @@ ONNXRUNTIME_PROVIDER = r"onnxruntime_providers_(cuda|tensorrt)|TryGetProviderInf
 # vllm._C with ImportError('libcudart.so.11.0: cannot open shared object file ...')"): the library it names is that
 # module's need, not torch's
 PACKAGE_C_LOGGED = r"Failed to import from (?!torch\b)[\w.]+\._C with ImportError"
+# TensorFlow's loader saying which CUDA library it could not open, a warning it goes on after ("dso_loader.cc:64] Could not
+# load dynamic library 'libcudart.so.11.0'; dlerror: ..."): TensorFlow's, in an environment that also has torch
+TENSORFLOW_LOADER = r"dso_loader\.cc:\d+\]|Ignore above cudart dlerror"
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
                           "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
                           "+cuXXX build on a Mac", id="supported-python")
@@ -344,7 +347,8 @@ SIGNATURES = (
     Signature("torch-import-failed",
               # (not torch 1.8-1.13's split CUDA libraries, which only an extension built against them looks for under a
               # newer torch: extension-abi's, below and there)
-              r"lib(torch(?!_cuda_(cu|cpp)\.)\w*|c10\w*|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
+              # (torch's own: libtorch.so, libtorch_cpu.so ...; not a library merely named after it, libtorch2trt_dynamic.so)
+              r"lib(torch(?!_cuda_(cu|cpp)\.)(_\w+)?|c10(_\w+)?|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
               r"cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
@@ -359,7 +363,13 @@ SIGNATURES = (
               # (nor onnxruntime's CUDA provider failing on the cuDNN it needs: "Failed to load library
               # libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"; onnxruntime's
               # install, as its threads settle it)
-              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED),
+              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER),
+              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              remedies=(REINSTALL_TORCH,)),
+    # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
+    # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
+    Signature("torch-import-failed", r"dlopen\([^\n]*[\\/]torch[\\/][^\n]*\bLibrary not loaded\b|"
+                                     r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])",
               cause="torch is installed but one of its shared libraries is missing or mismatched",
               remedies=(REINSTALL_TORCH,)),
     # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)

@@ -1191,6 +1191,45 @@ def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
     trainer = "TrainingArguments(output_dir='out', fp16=False, bf16=False)\n{'loss': nan, 'grad_norm': nan, 'epoch': 0.1}\n"
     assert top(trainer) == "none"
     assert top(trainer.replace("fp16=False", "fp16=True")) == "library-probes"
+    # fourth round (torch-install and cuda-compat, extension-abi, confusable negatives): the answer printed on the next
+    # line, however the call was wrapped; TensorFlow's loader; torch's own dylibs on macOS; a library named after torch
+    for asked in ('$ python -c "import torch; print(torch.cuda.is_available())"\nFalse\n',
+                  ">>> print(torch.cuda.is_available())\nFalse\n", "print(torch.cuda.is_available())  # False\n"):
+        assert code_of(asked) == ("torch-install", "cpu-only-torch"), asked
+    assert top(">>> print(torch.cuda.is_available())\nTrue\n") == "none"
+    assert top("2023-01-01 12:00:00: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
+               "library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or "
+               "directory\nOSError: model not found\n") == "none"
+    macos = ("ImportError: dlopen(/env/site-packages/torch/_C.cpython-39-darwin.so, 2): Library not loaded: @rpath/libc10.dylib\n"
+             "  Referenced from: /env/site-packages/torch/_C.cpython-39-darwin.so\n  Reason: image not found\n")
+    assert top(macos) == "torch-install"
+    assert top("OSError: libtorch2trt_dynamic.so: undefined symbol: _ZNK6google8protobuf7Message11GetTypeNameEv\n") == "none"
+    # an illegal memory access poisons the context as a device-side assert does; other libraries' own C++ symbols and
+    # compiled cores; apex's own modules on Windows; a module merely named *_engine
+    assert top("RuntimeError: CUDA error: an illegal memory access was encountered\nRuntimeError: CUDA error: "
+               "CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasGemmStridedBatchedEx(...)`\n") != "cublas"
+    for symbol in ("_ZN5arrow6StatusC1ENS_10StatusCodeERKSs", "_ZN13sentencepiece14SentencePieceProcessorC1Ev"):
+        assert top("ImportError: /env/site-packages/pkg/lib.so: undefined symbol: %s\n" % symbol) == "none", symbol
+    for module in ("_rust", "_cffi_backend", "tokenizers", "_pydantic_core", "_pywrap_tensorflow_internal"):
+        assert top("ImportError: DLL load failed while importing %s: The specified procedure could not be found.\n"
+                   % module) == "none", module
+    assert code_of(_traceback("ImportError: DLL load failed while importing amp_C: The specified procedure could not be "
+                              "found.", SITE + "apex/optimizers/fused_adam.py")) == ("apex", "apex-extension-abi")
+    assert top("ModuleNotFoundError: No module named 'rule_engine'\n") == "none"
+    assert top("ModuleNotFoundError: No module named 'awq_inference_engine'\n") == "extension-abi"
+    # a companion's own library named by Windows' "Error loading" and by its warnings; another namespace's operators;
+    # Windows' entry-point dialog under Program Files; torch's Python binding symbols; AutoGPTQ's kernels
+    for text in ('OSError: [WinError 127] The specified procedure could not be found. Error loading "C:\\env\\Lib\\site-'
+                 'packages\\torchaudio\\lib\\libtorchaudio.pyd" or one of its dependencies.',
+                 "UserWarning: Failed to load image Python extension: '[WinError 127] The specified procedure could not be found'",
+                 "RuntimeError: No such operator torch_scatter::cuda_version",
+                 "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'",
+                 "The procedure entry point ?x@c10@@YAXXZ could not be located in the dynamic link library C:\\Program Files\\"
+                 "Python310\\Lib\\site-packages\\xformers\\_C.pyd.",
+                 "ImportError: /env/site-packages/maskrcnn_benchmark/_C.so: undefined symbol: THPVariableClass",
+                 "WARNING - CUDA kernels for auto_gptq are not installed, this will result in very slow inference speed."):
+        assert top(text + "\n") == "extension-abi", text
+    assert top("AttributeError: '_OpNamespace' 'aten' object has no attribute 'foo'\n") != "extension-abi"
 
 
 def test_other_failures_get_no_cause() -> None:

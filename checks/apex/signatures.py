@@ -214,8 +214,11 @@ SIGNATURES = (
     Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),
+    # (and on Windows: "DLL load failed while importing amp_C: The specified procedure could not be found.")
     Signature("apex-extension-abi", r"(apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|mlp_cuda|fused_adam_cuda|"
-                                    r"fused_weight_gradient_mlp_cuda)\.\S*\.so: undefined symbol(: \S+)?",
+                                    r"fused_weight_gradient_mlp_cuda)\.\S*\.so: undefined symbol(: \S+)?|"
+                                    r"DLL load failed while importing (apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|"
+                                    r"mlp_cuda|fused_adam_cuda|fused_weight_gradient_mlp_cuda)\b",
               cause="an apex extension compiled against another torch",
               remedies=(REBUILD,)),
     Signature("apex-extension-abi", r"undefined symbol", frames=(r"(^|/)apex/",), frames_required=True,

@@ -28,7 +28,9 @@ LIBRARY_REMEDIES = (LIBRARY_FOR_THIS_GPU, EXPLAIN_REMEDIES[1])  # its release fi
 
 # A cuBLAS/cuDNN error after a device-side assert is that assert's echo: CUDA reports a kernel's failure at the next
 # API call, often cublasCreate (an embedding index out of range: github.com/huggingface/transformers/issues/6263).
-AFTER_ASSERT = r"device-side assert|Assertion `[^`]*` failed|index out of range|indexSelect\w*Kernel|srcIndex < srcSelectDimSize"
+AFTER_ASSERT = (r"device-side assert|Assertion `[^`]*` failed|index out of range|indexSelect\w*Kernel|srcIndex < srcSelectDimSize|"
+                # (an illegal memory access before it poisons the context the same way: a kernel's own indexing)
+                r"an illegal memory access was encountered")
 # A GEMM whose operands' shapes do not fit: on the CPU the same call says so ("mat1 and mat2 shapes cannot be multiplied
 # (8x4 and 5x11)"; before 1.7 "size mismatch, m1: [...], m2: [...]"), on CUDA it reaches cuBLAS as INVALID_VALUE
 # (github.com/pytorch/pytorch/issues/64920): the calling code's shapes, not cuBLAS

@@ -31,9 +31,10 @@ CONTAINER_NEWER_THAN_DRIVER = (DRIVER_UPGRADE, Remedy("Or use an image built for
 # the probes decide between: a CPU-only torch (torch-install's; Windows' PyPI default), no NVIDIA GPU here (torch-install's),
 # and a driver older than torch's CUDA (this check's: torch then reports no device instead of failing)
 def unavailable(device: str) -> str:
-    """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"), in any case."""
-    return (r"(?i:\b%s\.is_available\(\)`?\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
-            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*)*`?False\b)" % device)
+    """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"), in any case; also
+    printed (`print(torch.cuda.is_available())` answered "False" on the next line, or "# False" after it)."""
+    return (r"(?i:\b%s\.is_available\(\)[)\"'`]*\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
+            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*|#\s*)*`?False\b)" % device)
 
 
 # The same fact as programs that ask torch for the GPU say it: the launchers (Lightning 0.x-1.5 ("You requested GPUs: [0]

@@ -46,7 +46,7 @@ _COMPANION_FRAMES = (r"(site|dist)-packages/(torch_sparse|torch_scatter|torch_cl
 
 # How packages name their compiled modules by convention: exllamav2_ext, fused_*_cuda, *_kernels, torch_directml_native,
 # awq_inference_engine
-COMPILED_SUFFIX = r"(_ext|_cuda|_kernels?|_native|_engine)"
+COMPILED_SUFFIX = r"(_ext|_cuda|_kernels?|_native|_inference_engine)"
 
 # CPython's own compiled modules, shipped as .pyd files in a Windows install's DLLs folder
 # (https://docs.python.org/3/using/windows.html): their DLL failures are the Python install's, never an extension's
@@ -54,10 +54,12 @@ PYTHON_OWN_MODULES = (r"_(asyncio|bz2|ctypes|decimal|elementtree|hashlib|lzma|ms
                       r"sqlite3|ssl|tkinter|uuid|wmi|zoneinfo)")
 
 # Another package's compiled module, reached through a companion's import (torchvision imports Pillow): Pillow's
-# _imaging, OpenCV, numpy's and scipy's own, onnxruntime's; and the desktop libraries' own (pywin32's win32api and
-# pywintypes, Qt's QtCore/QtGui through matplotlib)
-OTHER_PACKAGES_DLL = (r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|onnxruntime_pybind11_state|"
-                      r"win32\w*|pywintypes|Qt(Core|Gui|Widgets)\w*)\b")
+# _imaging, OpenCV, numpy's and scipy's own, onnxruntime's; the desktop libraries' own (pywin32's win32api and
+# pywintypes, Qt's QtCore/QtGui through matplotlib); and the compiled cores of the everyday packages beside torch
+# (cryptography's _rust, cffi's _cffi_backend, tokenizers, sentencepiece, onnx, TensorFlow, ray, pydantic-core, MeCab)
+OTHER_PACKAGES_DLL = (r"DLL load failed while importing (_imaging\w*|cv2|_multiarray_umath|_ufuncs\w*|_arpack|\w*sparsetools|"
+                      r"onnxruntime_pybind11_state|win32\w*|pywintypes|Qt(Core|Gui|Widgets)\w*|_rust|_cffi_backend|tokenizers|"
+                      r"_sentencepiece|onnx_cpp2py_export|_pywrap_\w+|_raylet|_pydantic_core|_MeCab)\b")
 
 # Windows' ERROR_PROC_NOT_FOUND (WinError 127: a module loaded, but a symbol it imports is not in the DLLs it found) in the
 # languages users paste it in; learn.microsoft.com/windows/win32/debug/system-error-codes--0-499- (the translations are
@@ -73,8 +75,9 @@ TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefine
 
 # An import of a package other than torch and its companions, as a paste shows it (a code line, a notebook cell's echo, a
 # `>>>` prompt), or an integration's "Could not import <package>"
-_OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torchaudio|os|sys|typing|__future__)\b)[\w.]+ import\b|"
-                 r"import (?!(torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing)\b)[a-z_]\w*\s*$|"
+_OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torchaudio|os|sys|typing|__future__|tensorflow|keras)\b)"
+                 r"[\w.]+ import\b|"
+                 r"import (?!(torch|torchvision|torchaudio|os|sys|re|json|time|math|numpy|typing|tensorflow|keras)\b)[a-z_]\w*\s*$|"
                  # (or a compiled module aliased, named as research code names its ops or by a compiled suffix: "import
                  # MultiScaleDeformableAttention as MSDA"; not "import pandas as pd")
                  + r"import ([A-Z]\w*|\w+%s)\s+as\s+\w+\s*$)|" % COMPILED_SUFFIX
@@ -126,8 +129,11 @@ SIGNATURES = (
     # (nvcc's runtime entry points too: `__cudaPopCallConfiguration`, which nvcc 9.2+ emits, missing from the CUDA runtime
     # torch 0.4 brought: an extension built with another CUDA; github.com/jwyang/faster-rcnn.pytorch/issues/190)
     # (bitsandbytes' own native library is quantized-base's)
+    # (not a C++ symbol of the everyday libraries beside torch, whose own builds disagree: Arrow's, protobuf's,
+    # sentencepiece's, OpenCV's)
     Signature("import-fails", r"undefined symbol: (_Z\S+|_*cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
-              unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)[^\n]*undefined symbol"),
+              unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)[^\n]*undefined symbol",
+                      r"undefined symbol: _ZN?[KRO]*(5arrow|6google8protobuf|13sentencepiece|2cv)\d"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
@@ -136,7 +142,8 @@ SIGNATURES = (
     # lacks; where torch's own library or import is the one failing, torch-install reads it)
     # (a member function's ref- or const-qualifier in the mangling, _ZNR5torch7Library4_def..., and the symbol on the line
     # after the colon, as a log that wraps long names prints it)
-    Signature("import-fails", r"undefined symbol:?\s*\(?_ZN?[KRO]*(5torch|3c10|2at)\d+\w+",
+    # (and torch's Python bindings' plain C names: "undefined symbol: THPVariableClass")
+    Signature("import-fails", r"undefined symbol:?\s*\(?(_ZN?[KRO]*(5torch|3c10|2at)\d+\w+|THP[A-Z]\w+)",
               unless=(TORCH_OWN_LIBRARY, r"torch[/\\]+__init__\.py|^\s*(>>>\s*)?import torch\s*$"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
@@ -286,8 +293,28 @@ SIGNATURES = (
     # (AutoGPTQ's "CUDA extension not installed." where its wheel's kernels do not load under this torch)
     Signature("extension-not-loaded", r"(?i:(cannot|can't|could not|couldn't|failed to|unable to) load (the )?((?!bitsandbytes)[\w-]+ )?"
                               r"(C\+\+|CUDA|C\+\+/CUDA|native) (librar(y|ies)|extensions?|ops|kernels?))|"
-                              r"(?i:\b(CUDA|C\+\+|C\+\+/CUDA) extensions? (is |are )?not installed\b)",
+                              r"(?i:\b(CUDA|C\+\+|C\+\+/CUDA) (extensions?|kernels) (for [\w.-]+ )?(is |are )?not installed\b)",
               cause="a package's compiled C++/CUDA part does not load: built for another torch, CUDA or Python",
+              remedies=(REINSTALL_EXTENSION,)),
+    # torch's loader naming another package's library it could not load (`torch.ops.load_library`, torchaudio's and PyG's
+    # companions: 'OSError: [WinError 127] ... Error loading "C:\...\site-packages\torchaudio\lib\libtorchaudio.pyd" or one
+    # of its dependencies.'); torch's own torch\lib DLLs are torch-install's
+    Signature("import-fails", r'Error loading \\?"?[^"\n]*?[\\/]+(site|dist)-packages[\\/]+(?!torch[\\/])\w+[\\/][^"\n]*\.(pyd|dll)\b',
+              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # a companion's own warning that its compiled part did not load, with Windows' reason (torchvision's "Failed to load
+    # image Python extension: '[WinError 127] The specified procedure could not be found'", PyG's "An issue occurred while
+    # importing 'torch-sparse'. Disabling its usage. Stacktrace: [WinError 127] ...")
+    Signature("import-fails", r"(Failed to load image Python extension|An issue occurred while importing '[\w-]+')[^\n]*"
+                              r"\[WinError (126|127|193)\]",
+              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              remedies=(REINSTALL_EXTENSION,)),
+    # A package's operators that never registered, asked for by name: "No such operator torch_scatter::cuda_version",
+    # vLLM's "'_OpNamespace' '_C' object has no attribute 'rms_norm'" (torch's own aten operators are torch's)
+    Signature("import-fails", r"No such operator (?!(aten|prim|quantized|torchvision|image|xformers)::)\w+::\w+|"
+                              r"'_OpNamespace' '(?!aten'|prim')\w+' object has no attribute",
+              cause="a compiled extension's operators are not registered: its library did not load, or was built against "
+                    "another torch",
               remedies=(REINSTALL_EXTENSION,)),
     # Python's own words for a package's compiled module that Windows cannot load ("Could not find module
     # '...\torch_scatter\_scatter_cuda.pyd' (or one of its dependencies)"); torch's own DLLs are torch-install's
@@ -313,7 +340,8 @@ SIGNATURES = (
     # A CUDA runtime library another package's compiled module needs (built for CUDA 11 on a CUDA 12 machine, Colab's
     # moves): the import that failed is that package's, not torch's, which brings its own runtime
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: cannot open shared object file",
-              frames=(r"(site|dist)-packages/(?!torch/)[\w.-]+/",), frames_required=True, unless=(r"[/\\]torch[/\\]__init__\.py",),
+              frames=(r"(site|dist)-packages/(?!torch/|bitsandbytes/)[\w.-]+/",), frames_required=True,
+              unless=(r"[/\\]torch[/\\]__init__\.py",),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
     # The same without frames, where the paste shows the import that failed and it is another package's ("from awq import
@@ -347,7 +375,8 @@ SIGNATURES = (
     # another torch: "DLL load failed while importing _fused: The specified procedure could not be found")
     # (and torch's own `_C`, where torch's own import is nowhere in view: a package's `_C` missing a symbol, in any
     # language: pytorch3d's, nunchaku's, diff-gaussian-rasterization's; torch's own _C fails for a missing DLL, 126)
-    Signature("import-fails", r"DLL load failed while importing (?!%s\b)_?\w+: (%s)" % (PYTHON_OWN_MODULES, PROC_NOT_FOUND),
+    Signature("import-fails", r"DLL load failed while importing (?!(%s|%s)\b)_?\w+: (%s)"
+                              % (PYTHON_OWN_MODULES, "|".join(APEX_CUDA_EXTENSIONS), PROC_NOT_FOUND),
               unless=(OTHER_PACKAGES_DLL, r"torch[/\\]+__init__\.py|^\s*from torch\._C import"),
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
               remedies=(REINSTALL_EXTENSION,)),
@@ -374,7 +403,7 @@ SIGNATURES = (
     # Windows' own dialog for a DLL whose import is missing from what it loaded ("The procedure entry point [?sym@@...]
     # could not be located in the dynamic link library ...\site-packages\xformers\_C.pyd"): a package's module built
     # against another torch; torch's own DLLs are torch-install's
-    Signature("import-fails", r"entry point\b.{0,300}?could not be located in the dynamic link library \S*?[\\/]site-packages[\\/]"
+    Signature("import-fails", r"entry point\b.{0,300}?could not be located in the dynamic link library [^\n]*?[\\/]site-packages[\\/]"
                               r"(?!torch[\\/])\w+[\\/]",
               cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
               remedies=(REINSTALL_EXTENSION,)),

@@ -190,6 +190,8 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
 # A Python or IPython prompt's answer on the line after the call it echoes (`>>> torch.cuda.is_available()` / `False`,
 # `Out[3]: False`): read as one line, "call -> answer"
 _ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
+# ... where that line ends in a call, also inside a shell's quoted `python -c "...print(x())"`
+_ASKED = re.compile(r"\)['\"]?\s*$")
 # A program's advice printed after whatever failed ("If you encounter CUDA out of memory, try to set --tile with a smaller
 # number.", Real-ESRGAN's except block): a condition, not a message, so never read as the error itself
 _ADVICE = re.compile(r"^\s*(?:[^\n]{0,40}?\b(?:tip|hint|note|info|warning)\b\W{0,3})?if (you|your)\b", re.IGNORECASE)
@@ -214,7 +216,7 @@ def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[Rai
         if _ADVICE.match(text) or _SKIP_REASON.search(text) or _HANDLED.match(text):
             continue
         answer = _ANSWER.match(text)
-        if answer and found and found[-1].message.endswith(")") and found[-1].line == ln.number - 1:
+        if answer and found and _ASKED.search(found[-1].message) and found[-1].line == ln.number - 1:
             found[-1].message += " -> " + answer.group(1)
             continue
         found.append(RaisedError("", text, ln.number, [], ln.stream, "line"))
