@@ -83,6 +83,13 @@ _OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torcha
                  + r"import ([A-Z]\w*|\w+%s)\s+as\s+\w+\s*$)|" % COMPILED_SUFFIX
                  + r"Could not import \w+ python package")
 
+# What the readings of a symbol or a library of torch's missing under an extension say, written once
+SYMBOL_NOT_IN_TORCH = "a compiled extension was built against another torch: a symbol it needs is not in the loaded torch"
+LOADS_TORCH_ITSELF = ("a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
+                      "install its build for this torch")
+IMPORT_TORCH_FIRST = Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if it "
+                            "still fails, install the extension's build for this torch", id="import-torch-first")
+
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
               frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
@@ -93,21 +100,13 @@ SIGNATURES = (
     # itself, so it was imported before torch or built against another torch's layout, and torch is not what is broken
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
               frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",), frames_required=True, unless=(r"[\\/]torch[\\/]__init__\.py",),
-              cause="a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
-                    "install its build for this torch",
-              remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
-                               "it still fails, install the extension's build for this torch", id="import-torch-first"),
-                        REINSTALL_EXTENSION)),
+              cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
     # (or where the import shown is another package's own compiled module, from a source tree: detectron2's `from
     # detectron2 import _C`)
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
               context=(r"^\s*from (?!torch\b)[\w.]+ import _C\b|^\s*import (?!torch\b)[\w.]+\._C\b",), context_required=True,
               unless=(r"[\\/]torch[\\/]__init__\.py",),
-              cause="a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
-                    "build it against this torch",
-              remedies=(Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if "
-                               "it still fails, install the extension's build for this torch", id="import-torch-first"),
-                        REINSTALL_EXTENSION)),
+              cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
     # a package logging its own compiled module's import failure (torch_install.PACKAGE_C_LOGGED): a build for another CUDA
     Signature("import-fails", PACKAGE_C_LOGGED,
               cause="a package's compiled module does not load: it was built for another torch or CUDA than the one here",
@@ -300,14 +299,14 @@ SIGNATURES = (
     # companions: 'OSError: [WinError 127] ... Error loading "C:\...\site-packages\torchaudio\lib\libtorchaudio.pyd" or one
     # of its dependencies.'); torch's own torch\lib DLLs are torch-install's
     Signature("import-fails", r'Error loading \\?"?[^"\n]*?[\\/]+(site|dist)-packages[\\/]+(?!torch[\\/])\w+[\\/][^"\n]*\.(pyd|dll)\b',
-              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # a companion's own warning that its compiled part did not load, with Windows' reason (torchvision's "Failed to load
     # image Python extension: '[WinError 127] The specified procedure could not be found'", PyG's "An issue occurred while
     # importing 'torch-sparse'. Disabling its usage. Stacktrace: [WinError 127] ...")
     Signature("import-fails", r"(Failed to load image Python extension|An issue occurred while importing '[\w-]+')[^\n]*"
                               r"\[WinError (126|127|193)\]",
-              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # A package's operators that never registered, asked for by name: "No such operator torch_scatter::cuda_version",
     # vLLM's "'_OpNamespace' '_C' object has no attribute 'rms_norm'" (torch's own aten operators are torch's)
@@ -378,13 +377,13 @@ SIGNATURES = (
     Signature("import-fails", r"DLL load failed while importing (?!(%s|%s)\b)_?\w+: (%s)"
                               % (PYTHON_OWN_MODULES, "|".join(APEX_CUDA_EXTENSIONS), PROC_NOT_FOUND),
               unless=(OTHER_PACKAGES_DLL, r"torch[/\\]+__init__\.py|^\s*from torch\._C import"),
-              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # (and the same met by torch.ops.load_library, with which PyG's companions load their own library: "OSError: [WinError
     # 127] The specified procedure could not be found" under torch_sparse/__init__.py and torch/_ops.py)
     Signature("import-fails", r"\[WinError 127\] (%s)" % PROC_NOT_FOUND, frames=(r"(^|/)torch/_ops\.py$",) + _COMPANION_FRAMES,
               frames_required=True,
-              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # A package's own `_C` (nunchaku's, not torch's: no torch/__init__.py in the traceback) failing with WinError 127 in
     # any language, or any DLL error, with that package's frame in view
@@ -405,7 +404,7 @@ SIGNATURES = (
     # against another torch; torch's own DLLs are torch-install's
     Signature("import-fails", r"entry point\b.{0,300}?could not be located in the dynamic link library [^\n]*?[\\/]site-packages[\\/]"
                               r"(?!torch[\\/])\w+[\\/]",
-              cause="a compiled extension was built against another torch: a symbol it needs is not in the loaded torch",
+              cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # A package's private compiled module (`_turbomind`, `_fused`) that Windows cannot load for any reason, in any language
     # ("DLL load failed while importing _turbomind: 找不到指定的模块"): a DLL it was linked against (the CUDA runtime of
