@@ -129,16 +129,15 @@ GPU_NAME_CAPABILITY: Tuple[Tuple[str, Capability], ...] = (
 # a slash ("3090/4090")
 _NOT_A_COUNT = (r"(?<![A-Za-z0-9_.:=#\[-])(?<!\d/)(?<!\w\()(?<![Ll]ine )(?<![Pp]ort )(?<![Ss]tep )(?<![Ii]ter )"
                 r"(?<![Ii]teration )(?<![Bb]atch )(?<![Ee]poch )")
-_CARD_NUMBER = r"(20[678]0|30[5-9]0|40[6-9]0|50[6-9]0)(?!\d)"
-_NOT_A_FRACTION = r"(?![A-Za-z0-9_])(?!/(?!%s)\d|[.:]\d|,\s*\d)" % _CARD_NUMBER
-GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = tuple(
-    (_NOT_A_COUNT + number + _NOT_A_FRACTION, cap) for number, cap in (
-        (r"20[678]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (7, 5)),
-        (r"30[5-9]0( ?[Tt][Ii])?", (8, 6)),
-        (r"40[6-9]0( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (8, 9)),
-        (r"50[6-9]0( ?[Tt][Ii])?", (12, 0)),
-    )
+_CARDS: Tuple[Tuple[str, str, Capability], ...] = (  # the number, the suffixes it is sold with, its capability
+    (r"20[678]0", r"( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (7, 5)),
+    (r"30[5-9]0", r"( ?[Tt][Ii])?", (8, 6)),
+    (r"40[6-9]0", r"( ?([Tt][Ii]|[Ss][Uu][Pp][Ee][Rr]))?", (8, 9)),
+    (r"50[6-9]0", r"( ?[Tt][Ii])?", (12, 0)),
 )
+_NOT_A_FRACTION = r"(?![A-Za-z0-9_])(?!/(?!(%s)(?!\d))\d|[.:]\d|,\s*\d)" % "|".join(number for number, _, _ in _CARDS)
+GPU_NUMBER_CAPABILITY: Tuple[Tuple[str, Capability], ...] = tuple(
+    (_NOT_A_COUNT + number + suffixes + _NOT_A_FRACTION, cap) for number, suffixes, cap in _CARDS)
 GPU_CAPABILITY_PATTERNS = GPU_NAME_CAPABILITY + GPU_NUMBER_CAPABILITY
 
 # ---------------------------------------------------------------- §3 torch wheels
