@@ -281,7 +281,8 @@ SIGNATURES = (
     Signature("fp16-missing", r"'(Half|BFloat16)' object has no attribute '\w+'",
               cause="this torch has no CPU operations on half tensors", remedies=EXPLAIN_REMEDIES),
     # torch before 1.x named the TH function: "_th_addmm is not implemented for type torch.HalfTensor"
-    Signature("fp16-missing", r"_th_\w+ is not implemented for type (Half|BFloat16)",
+    # (and torch 1.0's THNN: "_thnn_conv2d_forward is not implemented for type torch.HalfTensor")
+    Signature("fp16-missing", r"_th(nn)?_\w+ is not implemented for type (torch\.)?(Half|BFloat16)",
               cause="this torch has no CPU kernel for the operation in half precision", remedies=EXPLAIN_REMEDIES),
     # The libraries refuse before any kernel runs: transformers TrainingArguments (src/transformers/training_args.py):
     # "FP16 Mixed precision training with AMP or APEX (`--fp16`) and FP16 half precision evaluation
@@ -293,7 +294,7 @@ SIGNATURES = (
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
                               r"fp16 mixed precision requires a GPU|"
                               r"Pipelines loaded with `?(torch_)?dtype=Half`? cannot run with `?cpu`? device|"
-                              r"Requested float16 compute type, but the target device or backend do not support",
+                              r"Requested (int8_)?(b)?float16 compute type, but the target device or backend do not support",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
     # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,

@@ -151,7 +151,10 @@ _SIGNATURES = (
     Signature("mixes-rejected", r"Unexpected floating ScalarType in at::autocast::prioritize",
               cause="autocast met tensors of two lower-precision dtypes in one operation (fp16 and bf16: a tensor cast by hand "
                     "inside an autocast region of the other dtype)", remedies=REMEDIES),
-    Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype",
+    # (not where it names an integer type: token ids fed into a Linear, "but got: long int != float"; float64 beside
+    # float32 stays a reading, as the corpus's threads label it)
+    Signature("mixes-rejected", r"(mat1 and mat2|m1 and m2|self and mat2) (must|to) have the same dtype"
+                                r"(?![^\n]{0,30}\b(?i:long|int|short|bool)\b)",
               cause="a linear/matmul input and weight have different dtypes", remedies=REMEDIES),
     # MPSGraph's own verifier on a Mac: "error: 'mps.add' op requires the same element type for all operands and results",
     # its next line naming the operands ("(tensor<2x1280xf32>, tensor<*xf16>)"): float32 and half met in one MPS op
@@ -214,6 +217,17 @@ _SIGNATURES = (
                                 % (_FLOATS, _FLOATS, _FLOATS, _FLOATS),
               cause="a scatter or index op wrote a tensor of one dtype into one of another (half values into an fp32 buffer "
                     "under autocast)", remedies=REMEDIES),
+    # masked_scatter's own words ("expected self and source to have same dtypes but gotFloat and Half", its space lost);
+    # scaled_dot_product_attention's mask of another float dtype than the query ("Expected attn_mask dtype to be bool or
+    # to match query dtype, but got attn_mask.dtype: float and  query.dtype: c10::BFloat16 instead."); cuDNN's RNN
+    # ("Input and parameter tensors are not the same dtype, found input tensor with Half and parameter tensor with Float")
+    Signature("mixes-rejected", r"expected self and source to have same dtypes but got ?%s and %s|"
+                                r"Expected attn_mask dtype to be bool or (float or )?to match query dtype, but got attn_mask\.dtype: "
+                                r"(float|c10::Half|c10::BFloat16|half|bfloat16)\b[^\n]{0,30}query\.dtype: (c10::)?(Half|BFloat16|float)\b|"
+                                r"Input and parameter tensors are not the same dtype, found input tensor with %s and parameter "
+                                r"tensor with %s" % (_FLOATS, _FLOATS, _FLOATS, _FLOATS),
+              cause="two tensors of different float dtypes met in one operation (a mask, a buffer or an RNN's weights left in "
+                    "fp32 beside half activations)", remedies=REMEDIES),
     Signature("mixes-rejected", r"Found dtype %s but expected %s" % (_FLOATS, _FLOATS),
               cause="a loss's prediction and target have different float dtypes (backward under fp16/bf16)", remedies=REMEDIES),
 )

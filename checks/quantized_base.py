@@ -168,10 +168,15 @@ EXPLAIN_REMEDIES = (
 SIGNATURES = (
     # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
     # `'NoneType' object has no attribute 'cadam32bit_grad_fp32'`; its CUDA setup warns that libcudart is nowhere)
-    Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA Setup failed despite GPU being available|"
-                                 r"CUDA SETUP: (Setup Failed!|Something unexpected happened)|"
-                                 r"libbitsandbytes_cpu\.(so|dll)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
-                                 r"CUDA_SETUP: WARNING! libcudart\.so not found",
+    # (and 0.43+'s words: "CUDA Setup failed despite CUDA being available", ROCm's alike, "Attempted to use bitsandbytes
+    # native library functionality but it's not available", "Configured CUDA binary not found at .../libbitsandbytes_cuda129.so",
+    # transformers' "CUDA is required but not available for bitsandbytes", the macOS CPU library)
+    Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|(CUDA|ROCm) Setup failed despite (GPU|CUDA|ROCm) being "
+                                 r"available|CUDA SETUP: (Setup Failed!|Something unexpected happened)|"
+                                 r"libbitsandbytes_cpu\.(so|dll|dylib)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
+                                 r"CUDA_SETUP: WARNING! libcudart\.so not found|Attempted to use bitsandbytes native library functionality|"
+                                 r"Configured (CUDA|ROCm) binary not found at \S*libbitsandbytes|"
+                                 r"CUDA is required but not available for bitsandbytes",
               # (where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading)
               unless=(r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",),
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
@@ -250,6 +255,11 @@ SIGNATURES = (
                     "its kernels run on CUDA tensors only",
               remedies=(Remedy("Keep the quantized model wholly on the GPU (no CPU offload of 4-bit/8-bit layers; `device_map` "
                                "onto one GPU), or load it in bf16/fp16 or as GGUF where it must be offloaded", id="quantized-on-gpu"),)),
+    # a bitsandbytes older than the transformers that builds its 4-bit parameters ("Params4bit.__new__() got an unexpected
+    # keyword argument '_is_hf_initialized'")
+    Signature("quantized-fails", r"Params4bit\.__new__\(\) got an unexpected keyword argument",
+              cause="the installed bitsandbytes is older than the transformers that creates its 4-bit parameters",
+              remedies=(BITSANDBYTES_UPGRADE,)),
     # Params4bit.quant_storage arrived in bitsandbytes 0.43.0 (FSDP-QLoRA; its release notes): code written for it fails on
     # an older bitsandbytes ("'ForgeParams4bit' object has no attribute 'quant_storage'", ComfyUI's NF4 loader)
     # (the closing quote is often lost where a UI prints the message: "ERROR: ForgeParams4bit' object has no attribute

@@ -1230,6 +1230,45 @@ def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
                  "WARNING - CUDA kernels for auto_gptq are not installed, this will result in very slow inference speed."):
         assert top(text + "\n") == "extension-abi", text
     assert top("AttributeError: '_OpNamespace' 'aten' object has no attribute 'foo'\n") != "extension-abi"
+    # fifth round (the precision families; apex, bitsandbytes and adapters): torch 1.0's THNN kernels; CTranslate2's int8
+    # float16 compute type; masked_scatter's, SDPA's mask's and cuDNN RNN's dtype mixes; token ids into a Linear are no
+    # precision mix; the overflow's context in capitals or as Lightning's "16bit"; black images said to persist in fp32;
+    # a settings dump's fp16_backend is no fp16 word
+    for text, check in (
+            ("RuntimeError: _thnn_conv2d_forward is not implemented for type torch.HalfTensor", "cpu-half-kernels"),
+            ("ValueError: Requested int8_float16 compute type, but the target device or backend do not support efficient "
+             "int8_float16 computation.", "cpu-half-kernels"),
+            ("RuntimeError: masked_scatter: expected self and source to have same dtypes but gotFloat and Half", "dtype-mismatch"),
+            ("RuntimeError: Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: float and  "
+             "query.dtype: c10::BFloat16 instead.", "dtype-mismatch"),
+            ("RuntimeError: Input and parameter tensors are not the same dtype, found input tensor with Half and parameter "
+             "tensor with Float", "dtype-mismatch"),
+            ("RuntimeError: expected m1 and m2 to have the same dtype, but got: long int != float", "none"),
+            ("Using 16bit Automatic Mixed Precision (AMP)\nRuntimeError: probability tensor contains either `inf`, `nan` or "
+             "element < 0", "library-probes"),
+            ("Even with --precision full --no-half I still get black images", "none"),
+            ("TrainingArguments(fp16=False, bf16=False, fp16_backend=auto, learning_rate=0.05)\n{'loss': nan, 'epoch': 1}",
+             "none")):
+        assert top(text + "\n") == check, text
+    # bitsandbytes' newer words for a library it cannot use, and one older than transformers; adapters under lokr, an AWQ
+    # layer's arguments, peft refusing DoRA on a quantized layer; apex's removals and the trainers' own words for it
+    for text, check in (
+            ("RuntimeError: CUDA Setup failed despite CUDA being available. Please run the following command to get more "
+             "information", "quantized-base"),
+            ("RuntimeError: Configured CUDA binary not found at /env/site-packages/bitsandbytes/libbitsandbytes_cuda129.so",
+             "quantized-base"),
+            ("TypeError: Params4bit.__new__() got an unexpected keyword argument '_is_hf_initialized'", "quantized-base"),
+            ("ERROR lokr diffusion_model.input_blocks.1.weight \"addmm_cuda\" not implemented for 'Float8_e4m3fn'", "dora-fp8"),
+            ("ValueError: Target module WQLinear_GEMM(in_features=4096, out_features=4096, bias=False, w_bit=4, group_size=128) "
+             "is not supported.", "dora-fp8"),
+            ("ValueError: AwqLoraLinear does not support DoRA yet, please set it to False", "dora-fp8"),
+            ("ModuleNotFoundError: No module named 'apex.amp'", "apex"),
+            ("ImportError: cannot import name 'DistributedDataParallel' from 'apex.parallel'", "apex"),
+            ("MisconfigurationException: You have asked for Apex AMP but you have not installed it.", "apex"),
+            ("ImportError: Please install apex from https://www.github.com/nvidia/apex to run this example.", "apex"),
+            ("ImportError: /env/site-packages/scaled_masked_softmax_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
+             "_ZN3c104cuda9SetDeviceEi", "apex")):
+        assert top(text + "\n") == check, text
 
 
 def test_other_failures_get_no_cause() -> None:

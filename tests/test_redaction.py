@@ -39,6 +39,17 @@ def test_innocent_variables_do_not_mask_text() -> None:
     assert r.text("/repo/.nox/tests/bin/python hf_abcdefghijk") == "/repo/.nox/tests/bin/python ***"
 
 
+def test_a_tensors_attributes_are_no_secrets_but_a_key_setting_is() -> None:
+    """Attention's dtype error names `key.dtype: double`: the tensor's attribute, not a secret (it was masked, hiding the
+    dtype the diagnosis turns on); a setting named after a key keeps its value hidden."""
+    r = Redactor()
+    text = "Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: double instead."
+    assert r.text(text) == text
+    assert r.text("key.shape: [2, 8, 64]") == "key.shape: [2, 8, 64]"
+    assert r.text("api_key: abcd1234efgh") == "api_key: " + MASK
+    assert r.text("hub.key: abcd1234efgh") == "hub.key: " + MASK
+
+
 def test_environment_variables_hide_secret_names() -> None:
     env = {"HF_TOKEN": "abc123", "HF_HOME": "/data/hf", "CUDA_VISIBLE_DEVICES": "0", "OTHER": "x"}
     assert environment_variables(("HF_", "CUDA_VISIBLE_DEVICES"), env) == {

@@ -121,7 +121,9 @@ SIGNATURES = (
     # (the impostor has no amp either: where the probe finds it installed, it confirms this reading). Python before 3.7
     # wrote the name alone ("ImportError: cannot import name 'amp'"): apex's, unless the import shown is another package's
     # amp (`from torch.cuda import amp` on a torch before 1.6, `from paddle import amp`)
+    # (and current apex's other removal, apex.parallel's DistributedDataParallel; `import apex.amp as amp`)
     Signature("apex-no-amp", r"cannot import name '?amp'? from '?apex'?|module '?apex'? has no attribute '?amp'?|"
+                             r"No module named '?apex\.amp'?|cannot import name '?DistributedDataParallel'? from '?apex\.parallel'?|"
                              r"cannot import name '?amp'?[ \t]*(\n|$)",
               unless=(r"from (?!apex\b)[\w.]+ import \(?\s*(\w+,\s*)*amp\b",),
               confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
@@ -176,7 +178,10 @@ SIGNATURES = (
                                id="apex-toolkit-matches-torch"), NO_AMP)),
     # the scripts of the BERT era (pytorch-pretrained-BERT, transformers' and fairseq's examples) wrapping a failed
     # `import apex` in their own words: the code needs NVIDIA apex, and the apex here is missing, the impostor or broken
-    Signature("apex-no-amp", r"Please install apex from https?://(www\.)?github\.com/nvidia/apex to use (distributed and )?fp16",
+    # (and the trainers' own: "... to run this example", Lightning's "You have asked for Apex AMP but you have not installed
+    # it", "Using FP16 with APEX but APEX is not installed")
+    Signature("apex-no-amp", r"Please install apex from https?://(www\.)?github\.com/nvidia/apex to (use (distributed and )?fp16|run this)|"
+                             r"You have asked for Apex AMP but you have not installed it|(?i:Using FP16 with APEX but APEX is not installed)",
               confirmed_by=("apex:apex-impostor", "apex:apex-no-amp"),
               cause="the script needs NVIDIA apex for fp16 or distributed training, and `import apex` failed here (not "
                     "installed, the PyPI impostor, or a build without its extensions)",
@@ -215,10 +220,13 @@ SIGNATURES = (
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),
     # (and on Windows: "DLL load failed while importing amp_C: The specified procedure could not be found.")
+    # (its contrib modules too, as Megatron imports them: scaled_masked_softmax_cuda, xentropy_cuda, ...)
     Signature("apex-extension-abi", r"(apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|mlp_cuda|fused_adam_cuda|"
-                                    r"fused_weight_gradient_mlp_cuda)\.\S*\.so: undefined symbol(: \S+)?|"
+                                    r"fused_weight_gradient_mlp_cuda|scaled_(upper_triang_)?masked_softmax_cuda|xentropy_cuda|"
+                                    r"fused_rotary_positional_embedding)\.\S*\.so: undefined symbol(: \S+)?|"
                                     r"DLL load failed while importing (apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|"
-                                    r"mlp_cuda|fused_adam_cuda|fused_weight_gradient_mlp_cuda)\b",
+                                    r"mlp_cuda|fused_adam_cuda|fused_weight_gradient_mlp_cuda|scaled_(upper_triang_)?masked_softmax_cuda|"
+                                    r"xentropy_cuda)\b",
               cause="an apex extension compiled against another torch",
               remedies=(REBUILD,)),
     Signature("apex-extension-abi", r"undefined symbol", frames=(r"(^|/)apex/",), frames_required=True,

@@ -52,7 +52,7 @@ MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original model loaded unq
 # (utils/integrations.py); or one line naming an adapter, a quantized or float8 base and a failure together ("the
 # official scaled fp8 weights still does not support lora", "Loading LoRA on quantized model (int8) - this may fail").
 _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eetq|hqq|torchao)|utils[/\\]+integrations)\.py"
-_ADAPTER = r"\b(q?lora|dora|lycoris|adapter)s?\b"
+_ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
 # load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)
 _QUANT_BASE = (r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3|"
@@ -72,7 +72,10 @@ _NO_ADAPTER = (r"(?i)\battach (trainable )?adapters\b|\bno (trainable )?adapters
 # is enabled"): the model class, not its base's dtype
 _ARCH_NO_LORA = (r"\b[A-Z]\w*(For\w+|Model)\b does not support LoRA",)
 # peft's refusal to wrap the AWQ and GPTQ kernels' layers (tuners/lora/model.py "Target module ... is not supported")
-_PEFT_REFUSES = r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,40}is not supported"
+# (its repr may carry the layer's arguments: "Target module WQLinear_GEMM(in_features=4096, ..., w_bit=4, group_size=128)
+# is not supported"); and peft's own refusal of DoRA on such a layer ("AwqLoraLinear does not support DoRA yet")
+_PEFT_REFUSES = (r"Target module \W*(WQLinear_\w+|\w*QuantLinear\w*)\b.{0,200}?is not supported|"
+                 r"\b\w*(Awq|Gptq|Eetq|Hqq|Aqlm|Quant|4bit|8bit)\w*Linear does not support DoRA")
 ADAPTER_ON_QUANTIZED = Remedy("Load the base unquantized (bf16/fp16) to train, load or merge the adapter, then quantize the "
                               "result; or use a quantization, loader and release that support adapters (bitsandbytes 4/8-bit "
                               "QLoRA in peft), with the trainer's fast LoRA path off for packed AWQ/GPTQ layers",
@@ -84,8 +87,8 @@ SIGNATURES = (
     Signature("dora-float8-base", _FLOAT8, frames=_DORA_FRAMES, frames_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     Signature("dora-float8-base", _FLOAT8, context=_ADAPTER_WORDS, context_required=True, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     # A logger that names the LoRA it was patching on the error's own line (ComfyUI: `ERROR lora <key> "addmm_cuda" not
-    # implemented for 'Float8_e4m3fn'`).
-    Signature("dora-float8-base", r"^(?=.*?\b(lora|LoRA|LORA)\b).*?(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
+    # implemented for 'Float8_e4m3fn'`; LyCORIS' kinds alike: "ERROR lokr ...", "loha")
+    Signature("dora-float8-base", r"^(?=.*?\b(lora|LoRA|LORA|lokr|LoKr|loha|LoHa)\b).*?(%s)" % _FLOAT8, cause=_CAUSE, remedies=EXPLAIN_REMEDIES),
     # kohya's sd-scripts training a LoRA on an fp8 base without mixed precision (train_network.py: "fp8_base requires mixed
     # precision='fp16' or 'bf16'"): the adapter's math runs in the base's float8 unless autocast lifts it
     Signature("dora-float8-base", r"fp8_base requires mixed\s+precision='fp16' or 'bf16'",

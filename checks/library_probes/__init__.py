@@ -54,7 +54,8 @@ PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
 # (not where a setting turns it off: "fp16=False", "--fp16 false", "amp: off")
 _OFF = r"(?!\s*[=:]?\s*[\"']?(False|false|0|no|off|None)\b)"
-PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z])" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
+# (nor the backend a settings dump names whether fp16 is on or not: "fp16_backend=auto")
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z]|_backend)" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
               r"|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
@@ -97,7 +98,7 @@ SIGNATURES = (
               # a diffusers pipeline's image processor casting NaN pixels is the fp16 VAE's overflow (black images)
               # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
               # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
-              context=(r"float16|\bfp16\b|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
+              context=(r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
                        r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(",), context_required=True,
               cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
               remedies=(BF16_NOT_FP16,)),
@@ -134,7 +135,7 @@ SIGNATURES = (
     # will be returned instead"), nor a training run whose loss went NaN (it diverged: the learning rate as often as fp16,
     # which the signature above reads where fp16 words are near)
     Signature("fp16-overflow", PROSE_BLACK, unless=(SAFETY_CHECKER + r"|A black image will be returned instead|"
-                                                    r"\bloss\W{0,3}(=|:|is|of|becomes?|went)?\W{0,3}nan\b",),
+                                                    r"\bloss\W{0,3}(=|:|is|of|becomes?|went)?\W{0,3}nan\b", FP32_TOO),
               cause="black images are NaN pixels: the image model most likely overflowed in fp16 (the apps' default precision; "
                     "GTX 16xx cards do at any setting)",
               remedies=(BF16_NOT_FP16,)),

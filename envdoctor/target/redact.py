@@ -31,6 +31,7 @@ _MIN_SECRET_LEN = 4  # shorter values ("1", "no") would mask innocent text
 # `--hub-token abc` is not covered (no separator), `HF_TOKEN=...` is. The key decides (is_secret_name).
 _KEY_SEPARATOR = re.compile(r"""(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z][A-Za-z0-9_.-]*)["']?\s*[:=]\s*["']?""")
 _VALUE = re.compile(r"""[^\s"',;}\]]+""")
+_TENSOR_ATTRIBUTE = re.compile(r"\.(dtype|shape|device|size|ndim|stride|numel|is_cuda|requires_grad)$", re.IGNORECASE)
 _NOT_SECRET_VALUES = frozenset(("true", "false", "null", "none", "~", "yes", "no", "0", "1"))
 # An HTTP Authorization header or a bearer token quoted in a log or an error.
 _AUTHORIZATION = re.compile(r"(?i)\b(authorization\s*[:=]\s*|bearer\s+|basic\s+|token\s+)(?=[A-Za-z0-9._~+/-]{12,})[A-Za-z0-9._~+/=-]+")
@@ -86,8 +87,10 @@ def _mask_assignments(text: str) -> str:
     for found in _KEY_SEPARATOR.finditer(text):
         key = found.group("key")
         value = _VALUE.match(text, found.end())
-        # a bare `key:` or `pass:` in a log is structure more often than a secret; `api_key:`, `hub_token:` are secrets
-        if value is None or found.start() < done or key.lower() in ("key", "pass", "auth") or not is_secret_name(key):
+        # a bare `key:` or `pass:` in a log is structure more often than a secret; `api_key:`, `hub_token:` are secrets;
+        # a tensor's attribute is no secret either (attention's "key.dtype: double", "key.shape: [2, 8]")
+        if (value is None or found.start() < done or key.lower() in ("key", "pass", "auth") or not is_secret_name(key)
+                or _TENSOR_ATTRIBUTE.search(key)):
             continue
         if value.group(0) == MASK or value.group(0).lower() in _NOT_SECRET_VALUES:
             continue
