@@ -177,8 +177,10 @@ SIGNATURES = (
                                  r"CUDA_SETUP: WARNING! libcudart\.so not found|Attempted to use bitsandbytes native library functionality|"
                                  r"Configured (CUDA|ROCm) binary not found at \S*libbitsandbytes|"
                                  r"CUDA is required but not available for bitsandbytes",
-              # (where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading)
-              unless=(r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",),
+              # (where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading; where
+              # BNB_CUDA_VERSION chose the library, its own reading below says more)
+              unless=(r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",
+                      r"BNB_CUDA_VERSION=\d+ environment variable detected"),
               cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
               remedies=EXPLAIN_REMEDIES),
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
