@@ -490,7 +490,8 @@ SIGNATURES = (
               cause="a kernel library has no bf16 path here: most often a GPU below compute capability 8.0, where the "
                     "library has no bf16 kernels",
               remedies=BF16_REMEDIES),
-    Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"cuda",), frames_required=True,
+    # (a frame whose file is CUDA's: not a conda environment named cuda118, nor torch.cuda.amp's decorator around a CPU op)
+    Signature("bf16-unsupported", r"\"\w+\" not implemented for 'BFloat16'", frames=(r"[^/\\]*cuda[^/\\]*\.py$",), frames_required=True,
               cause="an operation has no bf16 kernel on this device; run it in fp16/fp32 or upgrade torch",
               remedies=BF16_REMEDIES),
 )

@@ -1269,6 +1269,13 @@ def test_what_the_reviews_and_the_sweep_of_stop_45_found() -> None:
             ("ImportError: /env/site-packages/scaled_masked_softmax_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: "
              "_ZN3c104cuda9SetDeviceEi", "apex")):
         assert top(text + "\n") == check, text
+    # a CUDA word in a conda environment's name or torch.cuda.amp's decorator is no CUDA kernel's frame; a device-side
+    # assert carried through peft's bnb layer is the data's, not the adapter's
+    cpu_bf16 = _traceback('RuntimeError: "LayerNormKernelImpl" not implemented for \'BFloat16\'',
+                          "/home/me/miniconda3/envs/cuda118/lib/python3.10/site-packages/torch/nn/functional.py",
+                          "/home/me/miniconda3/envs/cuda118/lib/python3.10/site-packages/torch/cuda/amp/autocast_mode.py")
+    assert top("running on cpu\n" + cpu_bf16) != "bf16-support"
+    assert top(_traceback("RuntimeError: CUDA error: device-side assert triggered", SITE + "peft/tuners/lora/bnb.py")) != "dora-fp8"
 
 
 def test_other_failures_get_no_cause() -> None:

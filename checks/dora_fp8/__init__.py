@@ -52,6 +52,7 @@ MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original model loaded unq
 # (utils/integrations.py); or one line naming an adapter, a quantized or float8 base and a failure together ("the
 # official scaled fp8 weights still does not support lora", "Loading LoRA on quantized model (int8) - this may fail").
 _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eetq|hqq|torchao)|utils[/\\]+integrations)\.py"
+_CUDA_ECHO = (r"device-side assert|index out of (range|bounds)|an illegal memory access was encountered",)
 _ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
 # load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)
@@ -160,11 +161,13 @@ SIGNATURES = (
               unless=_API_DRIFT + (_PEFT_REFUSES,),  # peft's own refusal for those kernels, below, says more
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
-    Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT,
+    # (not a CUDA error every QLoRA forward would carry through peft's bnb layer: a device-side assert, an index out of
+    # bounds, an illegal memory access are the data's or the kernel's)
+    Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT + _CUDA_ECHO,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # (a line naming those files, but not a warning they print on a run that goes on: "bnb.py:325: UserWarning: Merge lora
     # module to 4-bit linear may get different generations due to rounding errors")
-    Signature("adapter-on-quantized-base", r"^(?!.*?\b\w*Warning: )(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT,
+    Signature("adapter-on-quantized-base", r"^(?!.*?\b\w*Warning: )(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT + _CUDA_ECHO,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
               unless=_API_DRIFT + _NO_ADAPTER + _ARCH_NO_LORA, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
