@@ -132,6 +132,8 @@ _FLOATS = r"(Float|Half|BFloat16)"
 # torch 0.4 to 1.x named tensor types: "(torch.cuda.HalfTensor)", "(CUDAFloatTensor)".
 _TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>Float|Half|BFloat16)(?:Tensor)?\)?%s"
         r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)(Float|Half|BFloat16)(?:Tensor)?\)?")
+MPS_MIX = "float32 and half tensors met in one operation on the Mac's MPS backend"
+
 _SIGNATURES = (
     # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
     Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
@@ -161,13 +163,13 @@ _SIGNATURES = (
     Signature("mixes-rejected", r"'mps\.\w+' op requires the same element type for all operands",
               context=(r"tensor<[^>]*x(b?f16|f32)>[^\n]*tensor<[^>]*x(b?f16)>|tensor<[^>]*x(b?f16)>[^\n]*tensor<[^>]*xf32>",),
               context_required=True,
-              cause="float32 and half tensors met in one operation on the Mac's MPS backend", remedies=REMEDIES),
+              cause=MPS_MIX, remedies=REMEDIES),
     # (and MPSGraph's executable given another float dtype than it was built for: "failed assertion `Incompatible element
     # type for parameter at index 1, mlir module expected element type bf16 but received f32'"; a graph built for f32 and
     # given bf16 is bf16-support's, the Mac without bf16)
     Signature("mixes-rejected", r"Incompatible element type\b[^\n]{0,80}\bexpected element type (b?f16 but received f32|"
                                 r"f32 but received f16|bf16 but received f16|f16 but received bf16)\b",
-              cause="float32 and half tensors met in one operation on the Mac's MPS backend", remedies=REMEDIES),
+              cause=MPS_MIX, remedies=REMEDIES),
     Signature("mixes-rejected", r"Input type %s [Ss]hould be the same" % (_TWO % r" and (?:weight|bias) type "),
               cause="a convolution's input, weight or bias have different dtypes", remedies=REMEDIES),
     # The same said by a library's own check, naming both dtypes: "Input and cos/sin must have the same dtype, got

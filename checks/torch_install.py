@@ -341,6 +341,8 @@ _NOT_BUILT_WITH_CUDA = (r"(?i:Torch (is |was )?not compiled with CUDA|Torch (was
 
 NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall them "
                      "for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match")
+TORCH_LIBRARY_BROKEN = "torch is installed but one of its shared libraries is missing or mismatched"
+
 SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
               remedies=(INSTALL_TORCH,)),
@@ -364,17 +366,17 @@ SIGNATURES = (
               # libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"; onnxruntime's
               # install, as its threads settle it)
               unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER),
-              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
     # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
     Signature("torch-import-failed", r"dlopen\([^\n]*[\\/]torch[\\/][^\n]*\bLibrary not loaded\b|"
                                      r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])",
-              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)
     Signature("torch-import-failed", SPLIT_CUDA_LIBRARY, frames=(r"(^|/)torch/__init__\.py$",), frames_required=True,
-              cause="torch is installed but one of its shared libraries is missing or mismatched",
+              cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # The process killed by SIGILL with nothing but torch in view: torch's compiled code uses an instruction the CPU lacks
     # (a wheel built for AVX on a CPU without it, github.com/pytorch/pytorch/issues/43551; torch 2.0's aarch64 wheel on a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
-from .probe import ALL_EXTENSIONS
+from .probe import ALL_EXTENSIONS, CPP_EXTENSIONS, CUDA_EXTENSIONS
 
 # What `explain` can say from a traceback alone; the live findings add the exact commands for this interpreter.
 UNINSTALL_IMPOSTOR = Remedy("Uninstall the PyPI package named apex (`pip uninstall apex`): it is a Pyramid web toolkit. NVIDIA apex "
@@ -25,6 +25,8 @@ FUSED_NORM_REMEDIES = (
 
 # The fused norm kernel refusing an input of another dtype than its weight
 _NORM_DTYPES = r"expected scalar type (Float|Half|BFloat16) but found (Float|Half|BFloat16)"
+
+_FAILING_MODULES = "|".join(CPP_EXTENSIONS + CUDA_EXTENSIONS + ("fused_adam_cuda", "xentropy_cuda"))
 
 SIGNATURES = (
     Signature("apex-fused-norm-fails", _NORM_DTYPES,
@@ -219,14 +221,10 @@ SIGNATURES = (
     Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),
-    # (and on Windows: "DLL load failed while importing amp_C: The specified procedure could not be found.")
-    # (its contrib modules too, as Megatron imports them: scaled_masked_softmax_cuda, xentropy_cuda, ...)
-    Signature("apex-extension-abi", r"(apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|mlp_cuda|fused_adam_cuda|"
-                                    r"fused_weight_gradient_mlp_cuda|scaled_(upper_triang_)?masked_softmax_cuda|xentropy_cuda|"
-                                    r"fused_rotary_positional_embedding)\.\S*\.so: undefined symbol(: \S+)?|"
-                                    r"DLL load failed while importing (apex_C|amp_C|syncbn|fused_layer_norm_cuda|fused_dense_cuda|"
-                                    r"mlp_cuda|fused_adam_cuda|fused_weight_gradient_mlp_cuda|scaled_(upper_triang_)?masked_softmax_cuda|"
-                                    r"xentropy_cuda)\b",
+    # (and on Windows: "DLL load failed while importing amp_C: The specified procedure could not be found."; the module names
+    # are the probe's, with the two contrib modules the trainers import by name, fused_adam_cuda and Megatron's xentropy_cuda)
+    Signature("apex-extension-abi", r"\b(%s)\.\S*\.so: undefined symbol(: \S+)?|DLL load failed while importing (%s)\b"
+                                    % (_FAILING_MODULES, _FAILING_MODULES),
               cause="an apex extension compiled against another torch",
               remedies=(REBUILD,)),
     Signature("apex-extension-abi", r"undefined symbol", frames=(r"(^|/)apex/",), frames_required=True,

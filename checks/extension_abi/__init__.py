@@ -87,6 +87,8 @@ _OTHER_IMPORT = (r"^\s*(>>>\s*|-*>?\s*\d+\s+)?(from (?!(torch|torchvision|torcha
 SYMBOL_NOT_IN_TORCH = "a compiled extension was built against another torch: a symbol it needs is not in the loaded torch"
 LOADS_TORCH_ITSELF = ("a compiled extension loads torch's libraries itself and cannot find them: import torch before it, or "
                       "install its build for this torch")
+BUILD_EXTENSION = Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` in "
+                         "its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension")
 IMPORT_TORCH_FIRST = Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if it "
                             "still fails, install the extension's build for this torch", id="import-torch-first")
 
@@ -215,16 +217,12 @@ SIGNATURES = (
     Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|"
                               r"cannot import name '_C' from '(?!torch')[\w.]+'",
               cause="a package's compiled extension (_C, _ext) was never built here, or does not load against this torch",
-              remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
-                               "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
-                        REINSTALL_EXTENSION)),
+              remedies=(BUILD_EXTENSION, REINSTALL_EXTENSION)),
     # (Python before 3.7 names no module: "ImportError: cannot import name '_C'", a package's `from core.nn import _C`;
     # not where the import shown is torch's own)
     Signature("import-fails", r"cannot import name '_C'[ \t]*(\n|$)", unless=(r"from torch import (\w+, )*_C\b",),
               cause="a package's compiled extension (_C) was never built here, or does not load against this torch",
-              remedies=(Remedy("Build the package's extension against the installed torch: `pip install --no-build-isolation -e .` "
-                               "in its source tree (with a CUDA toolkit matching torch's CUDA for its CUDA ops)", id="build-extension"),
-                        REINSTALL_EXTENSION)),
+              remedies=(BUILD_EXTENSION, REINSTALL_EXTENSION)),
     # macOS's loader not finding a library a package's compiled module links through its rpath ("dlopen(.../_k2.cpython-36m-
     # darwin.so, 2): Library not loaded: @rpath/libk2context.dylib"): the package's own libraries, or torch's, not where the
     # extension expects them; torch's own module missing one is torch's (macOS 13+ puts the image's UUID before its path:
