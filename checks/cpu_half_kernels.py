@@ -294,7 +294,10 @@ SIGNATURES = (
     Signature("fp16-refused", r"Mixed precision training with AMP or APEX \(`?--fp16`?\).*can only be used on (CUDA|cuda)|"
                               r"fp16 mixed precision requires a GPU|"
                               r"Pipelines loaded with `?(torch_)?dtype=Half`? cannot run with `?cpu`? device|"
-                              r"Requested (int8_)?(b)?float16 compute type, but the target device or backend do not support",
+                              r"Requested (int8_)?(b)?float16 compute type, but the target device or backend do not support|"
+                              # (Lightning 1.3-1.4's accelerator connector: "You have asked for native AMP on CPU, but AMP is
+                              # only available on GPU.")
+                              r"You have asked for native AMP on CPU, but AMP is only available on GPU",
               cause="the training library refuses fp16 where no CUDA GPU is used (the CPU, or a Mac's MPS): half-precision "
                     "training needs a GPU", remedies=EXPLAIN_REMEDIES[:2]),
     # Ultralytics' exporter (ultralytics/engine/exporter.py) exporting on the CPU: "half=True only compatible with GPU export,
@@ -314,7 +317,9 @@ SIGNATURES = (
     Signature("fp16-missing", r"(?i)^(?=.*?(\bcpu(type)?\b|\btarget device\b|\bcan'?t use (the )?gpu\b))(?=.*?\b(fp16|float16|half)\b)"
                               r"(?=.*?(\bmissing\b|\bnot supported\b|\bno support\b|"
                               r"\bunsupported\b|\bdo(es)?(n't| not) (support|work)\b|\bnot implemented\b))",
-              unless=(r"(?i)using FP32 instead",),
+              # (nor a library's fallback told with the precision it took instead: Lightning's "... but AMP with fp16 is not
+              # supported on CPU. Using `precision='bf16-mixed'` instead.")
+              unless=(r"(?i)using\W{0,3}(FP32|float32|precision=\W?bf16[\w-]*\W?|bf16[\w-]*)\W{0,3} instead",),
               cause="half precision was asked of the CPU, where this torch lacks the kernels (torch before 2.1)",
               remedies=EXPLAIN_REMEDIES),
     # (a warning: torch disables autocast and the run goes on; it explains a run only where the run stopped on it)

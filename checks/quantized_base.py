@@ -186,8 +186,13 @@ SIGNATURES = (
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
     # this machine, its bugs included (0.37's NameError on GPUs below compute capability 7.5, fixed in
     # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)
-    Signature("quantized-fails", r"\b\w+Error\b", frames=(r"bitsandbytes/cuda_setup/",),
-              context=(r"bitsandbytes/cuda_setup/",), context_required=True,
+    # (an empty match, keyed on the setup's path alone: not a near miss of every other error a log has)
+    Signature("quantized-fails", r"(?=\b\w+Error\b)", frames=(r"bitsandbytes/cuda_setup/",),
+              # (not its warning of a setup that went on to load its library: "The following directories listed in your
+              # path were found to be non-existent", printed by most working installs of 0.38-0.41)
+              context=(r"bitsandbytes/cuda_setup/(?!\w+\.py:\d+: \w*Warning)|bitsandbytes/cuda_setup/\w+\.py:\d+: \w*Warning: "
+                       r"(?!WARNING: The following directories listed in your path were found to be non-existent)",),
+              context_required=True,
               cause="bitsandbytes' CUDA setup failed on this machine (its GPU library, CUDA or GPU not found or not supported "
                     "by that release)",
               remedies=EXPLAIN_REMEDIES[::-1]),

@@ -16,7 +16,7 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
-from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, unavailable
+from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, DRIVER_TOO_OLD_WARNING, TORCH_DISABLES_CUDA, unavailable
 
 ID = "torch-install"
 
@@ -328,6 +328,9 @@ VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x6
 _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
 # A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
+# A CUDA build's own warning that the GPU is not among its architectures (torch/cuda/__init__.py): no CPU-only torch
+# printed it, so a start-up test failing after it is cuda-compat's (the wheel predates the GPU, or dropped it)
+GPU_NOT_IN_BUILD = r"with CUDA capability sm_\d+ is not compatible with the current PyTorch|PyTorch no longer supports this GPU"
 
 NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and the packages that need numpy 1) to releases "
                        "built against numpy 2", id="numpy-downgrade")
@@ -337,7 +340,10 @@ NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and
 # (and the CPU build's missing CUDA half seen from a CUDA call: "Cannot get CUDA generator without ATen_cuda library", a
 # torch._C without its CUDA bindings: "module 'torch._C' has no attribute '_cuda_setDevice'")
 _NOT_BUILT_WITH_CUDA = (r"(?i:Torch (is |was )?not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译|"
-                        r"without ATen_cuda library|module '?torch\._C'? has no attribute '?_cuda_\w+")
+                        r"without ATen_cuda library|module '?torch\._C'? has no attribute '?_cuda_\w+|"
+                        # (torch.cuda.nvtx's own words in a build without CUDA: "NVTX functions not installed. Are you sure you
+                        # have a CUDA build?", torch/cuda/nvtx.py)
+                        r"NVTX functions not installed\. Are you sure you have a CUDA build")
 
 NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall them "
                      "for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match")
@@ -534,7 +540,7 @@ SIGNATURES = (
     # GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS"): torch.cuda.is_available() was False. The same two readings:
     # a CPU-only torch (a package or fork that installs one), or no NVIDIA GPU (AMD, Intel, a Mac)
     Signature("cpu-only-torch", r"Torch is not able to use GPU",
-              unless=(_NOT_NVIDIA,),
+              unless=(_NOT_NVIDIA, GPU_NOT_IN_BUILD),
               cause="torch cannot use the GPU: a CPU-only torch build is installed (some packages and forks install one)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
@@ -544,13 +550,19 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),
     # The same test told in words (`torch.cuda.is_available()` returns False): both readings, and cuda-compat's third
-    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA,) + CHECKPOINT_SAVED_ON_CUDA,
+    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_WARNING) + CHECKPOINT_SAVED_ON_CUDA,
               cause="torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
                     "pulled one in)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
+    # (and torch's own warnings that it turned CUDA off, where the run stopped on them)
+    Signature("cpu-only-torch", TORCH_DISABLES_CUDA, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_WARNING), last_only=True,
+              cause="torch cannot use the GPU, so it turned CUDA off and ran on the CPU: a CPU-only torch build is installed "
+                    "(pip's default on Windows, a package that pulled one in)",
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(TORCH_CUDA_WHEEL,)),
     # (no context needed: where the probe finds no CUDA GPU, as on the machine that failed, this reading leads)
-    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=CHECKPOINT_SAVED_ON_CUDA,
+    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=(DRIVER_TOO_OLD_WARNING,) + CHECKPOINT_SAVED_ON_CUDA,
               cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),

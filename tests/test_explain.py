@@ -1691,3 +1691,54 @@ def test_wordings_of_other_tools(name: str, code: str) -> None:
     [case] = [c for c in CASES if c.name == name]
     diagnoses = match(read_text(case.body), CHECKS).diagnoses
     assert (diagnoses[0].check, diagnoses[0].code) == (case.expect, code)
+
+
+def test_what_the_readings_and_reviews_of_stop_46_found() -> None:
+    """Batch 68's dev part and four reviews (inputs written to break the readings, per family): each was read wrongly
+    before, and is read right now; with the look-alikes each reading must still refuse."""
+    # torch.cuda.nvtx's own words in a build without CUDA
+    assert code_of("RuntimeError: NVTX functions not installed. Are you sure you have a CUDA build?\n") == (
+        "torch-install", "cpu-only-torch")
+    # torch turning CUDA off, where the run stopped on it; not where another error came after it
+    autocast = ("C:\\py\\site-packages\\torch\\amp\\autocast_mode.py:202: UserWarning: User provided device_type of 'cuda', but "
+                "CUDA is not available. Disabling\n  warnings.warn('User provided device_type of \\'cuda\\', but CUDA is not "
+                "available. Disabling')\n100%|####| 8/8 [00:31<00:00,  3.89s/it]\nGenerating 1 candidates took 51.85 seconds\n")
+    assert code_of(autocast) == ("torch-install", "cpu-only-torch")
+    assert top(autocast + _traceback("KeyError: 'labels'", "/x/t.py")) == "none"
+    # a driver too old, said by torch before the job found no GPU: cuda-compat's alone
+    old = ("UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11020). Please update "
+           "your GPU driver\n")
+    nccl = "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n"
+    assert [d.check for d in explained(old + _traceback(nccl, "/x/t.py")).diagnoses] == ["cuda-compat"]
+    assert top(_traceback(nccl, "/x/t.py")) == "torch-install"
+    # a CUDA build's warning that the GPU is not among its architectures, before a web UI's GPU test
+    sm120 = ("UserWarning: \nNVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with the current PyTorch "
+             "installation.\n")
+    webui = "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to disable this check\n"
+    assert top(sm120 + _traceback(webui, "C:/sd/webui/modules/launch_utils.py")) == "cuda-compat"
+    assert top(_traceback(webui, "C:/sd/webui/modules/launch_utils.py")) == "torch-install"
+    # the OOM class's name missing from an older torch is no out of memory
+    assert top("AttributeError: module 'torch.cuda' has no attribute 'OutOfMemoryError'\n") == "none"
+    assert top("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n") == "device-memory"
+    # Lightning 1.3-1.4 refusing AMP on the CPU; Lightning 2.x falling back to bf16 on its own
+    assert code_of("pytorch_lightning.utilities.exceptions.MisconfigurationException: You have asked for native AMP on CPU, "
+                   "but AMP is only available on GPU.\n") == ("cpu-half-kernels", "fp16-refused")
+    fallback = ("/env/lightning/pytorch/trainer/connectors/accelerator_connector.py:556: You passed `Trainer(accelerator='cpu', "
+                "precision='16-mixed')` but AMP with fp16 is not supported on CPU. Using `precision='bf16-mixed'` instead.\n")
+    assert top(fallback + _traceback("FileNotFoundError: [Errno 2] No such file or directory: 'data/train.csv'", "/x/dm.py")) == "none"
+    assert top("ERROR: --device cpu doesn't work due to missing fp16 support\n") == "cpu-half-kernels"
+    # accelerate refusing P2P/IB on RTX 40xx
+    p2p = ("NotImplementedError: Using RTX 4000 series doesn't support faster communication broadband via P2P or IB. Please "
+           "set `NCCL_P2P_DISABLE=\"1\"` and `NCCL_IB_DISABLE=\"1\" or use `accelerate launch` which will do this automatically.\n")
+    diagnosis = explained(p2p).diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("distributed", "collective-fails")
+    assert any(r.id == "nccl-p2p-ib-disable" for r in diagnosis.remedies)
+    # bitsandbytes' warning of a setup that went on to load its library is no setup failure; a setup that failed still is
+    benign = (SITE + "bitsandbytes/cuda_setup/main.py:149: UserWarning: WARNING: The following directories listed in your path "
+              "were found to be non-existent: {PosixPath('/usr/local/nvidia/lib')}\n  warn(msg)\nCUDA SETUP: Loading binary "
+              + SITE + "bitsandbytes/libbitsandbytes_cuda118.so...\n")
+    pad = "ValueError: Asking to pad but the tokenizer does not have a padding token."
+    assert top(benign + _traceback(pad, SITE + "transformers/tokenization_utils_base.py")) == "none"
+    assert top(_traceback("NameError: name 'cuda_setup' is not defined", SITE + "bitsandbytes/cuda_setup/main.py")) == "quantized-base"
+    # ... and its catch-all is no near miss of every other error
+    assert not [n for n in explained(_traceback(pad, "/x/t.py")).near if n.check == "quantized-base"]

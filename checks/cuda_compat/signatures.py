@@ -61,11 +61,20 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         # (a program's own check told in plain words: DiscoArt's "RuntimeError: CUDA is not available.",
                         # docling's "cuda is not available in the system. fall back to 'cpu'", SD.Next's "Torch reports CUDA
                         # not available"; not as a condition or a contrast, torch's own "GradScaler is enabled, but CUDA is
-                        # not available. Disabling." or a help text's "when CUDA is not available", nor one op's "CUDA is
+                        # not available. Disabling." (TORCH_DISABLES_CUDA, read where the run stopped on it) or a help text's
+                        # "when CUDA is not available", nor one op's "CUDA is
                         # not available for deform_conv")
                         r"(?i:(?<!\bbut )(?<!\bwhen )(?<!\bif )(?<!\bsince )(?<!\bbecause )(?<!\bunless )(?<!\bwhether )"
                         r"\bcuda (is )?not available\b(?!\s+for\b))")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
+# torch's own warnings that it turned CUDA off because is_available() is False (torch/amp/autocast_mode.py: "User provided
+# device_type of 'cuda', but CUDA is not available. Disabling"; torch/amp/grad_scaler.py: "torch.cuda.amp.GradScaler is
+# enabled, but CUDA is not available.  Disabling."): the run goes on, on the CPU, so they explain it only where it stopped
+# on them
+TORCH_DISABLES_CUDA = r"(User provided device_type of \\?'cuda\\?'|GradScaler is enabled), but CUDA is not available"
+# torch's own warning at CUDA start-up that the driver predates its CUDA (torch/cuda/__init__.py, c10's CUDAFunctions.cpp):
+# where a log shows it, "no GPU" after it is this check's, not a CPU-only torch's or a machine's without a GPU
+DRIVER_TOO_OLD_WARNING = r"(The )?(?i:NVIDIA driver) on your system is too old \(found version (\d+)\)"
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")
@@ -250,7 +259,7 @@ SIGNATURES = (
     Signature("driver-too-old", r"CUDA driver version is insufficient for CUDA runtime version|%s" % _runtime_error(35, "cudaErrorInsufficientDriver"),
               cause="the NVIDIA driver is older than the CUDA runtime bundled with torch or an extension",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
-    Signature("driver-too-old", r"(The )?(?i:NVIDIA driver) on your system is too old \(found version (\d+)\)",
+    Signature("driver-too-old", DRIVER_TOO_OLD_WARNING,
               frames=(r"torch/cuda/__init__\.py",),
               cause="the driver's CUDA version (1000*major+10*minor) is below torch's CUDA build",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),

@@ -119,7 +119,9 @@ SIGNATURES = (
                                r"VRAM ?(不足|が足りない)|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
                                # mem"; Java's own error is not torch's)
-                               r"(?<!java\.lang\.)\bOutOfMemoryError\b|"
+                               # (nor the class's name missing from an older torch: "module 'torch.cuda' has no attribute
+                               # 'OutOfMemoryError'", code written for torch 1.13+)
+                               r"(?<!java\.lang\.)(?<!has no attribute ')(?<!cannot import name ')\bOutOfMemoryError\b|"
                                # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
                                r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
                                r"out of (GPU |CUDA |video )?mem(ory)?\b)|"

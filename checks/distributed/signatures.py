@@ -162,6 +162,16 @@ SIGNATURES = (
                     "a VM without P2P)",
               remedies=(env_remedy("Turn peer-to-peer off: NCCL_P2P_DISABLE=1 on every rank (copies go through host memory)",
                                    "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}), CONFIRM_ACROSS_RANKS)),
+    # accelerate's own refusal on GeForce RTX 40xx, whose driver gives NCCL no peer-to-peer (accelerate/utils/environment.py
+    # check_cuda_p2p_ib_support: "Using RTX 4000 series doesn't support faster communication broadband via P2P or IB.
+    # Please set `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1"` or use `accelerate launch` which will do this
+    # automatically.")
+    Signature("collective-fails", r"doesn't support faster communication broadband via P2P or IB",
+              cause="accelerate refuses NCCL's peer-to-peer and InfiniBand transports on these GPUs (GeForce RTX 40xx, whose "
+                    "driver has no peer-to-peer) until they are turned off",
+              remedies=(env_remedy("Turn peer-to-peer and InfiniBand off: NCCL_P2P_DISABLE=1 and NCCL_IB_DISABLE=1 on every rank "
+                                   "(`accelerate launch` sets them itself)", "nccl-p2p-ib-disable",
+                                   {"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1"}),)),
     # A CUDA call inside NCCL failing ("NCCL error in: ..., unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
     # ncclUnhandledCudaError): on one rank, a GPU that ran out of memory or hit an error before, or a transport its driver
     # refuses (NVLink SHARP, peer-to-peer); NCCL_DEBUG=INFO names the CUDA call
