@@ -1742,3 +1742,20 @@ def test_what_the_readings_and_reviews_of_stop_46_found() -> None:
     assert top(_traceback("NameError: name 'cuda_setup' is not defined", SITE + "bitsandbytes/cuda_setup/main.py")) == "quantized-base"
     # ... and its catch-all is no near miss of every other error
     assert not [n for n in explained(_traceback(pad, "/x/t.py")).near if n.check == "quantized-base"]
+
+
+def test_a_rank_that_failed_first_of_its_own_error_is_the_cause_not_the_peers_that_lost_it() -> None:
+    """rank0 dies of its code's KeyError; rank1 then loses it in the job's collectives: its words follow the cause, they
+    are not one. Where rank0's own failure is one a family reads (out of memory), that reading leads."""
+    keyerror = ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"/srv/train.py\", line 33, in <module>\n"
+                "[rank0]:     tokenizer = TOKENIZERS[cfg[\"tokenizer\"]]\n[rank0]: KeyError: 'tokenizer'\n")
+    lost = ("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"/srv/train.py\", line 41, in <module>\n"
+            "[rank1]:     dist.barrier()\n[rank1]: torch.distributed.DistBackendError: [1] is setting up NCCL communicator and "
+            "retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection "
+            "reset by peer\n")
+    matching = explained(keyerror + lost)
+    assert not matching.diagnoses
+    assert any("another rank failed first" in n.why for n in matching.near)
+    assert top(lost) == "distributed"  # alone, the ranks could not meet
+    oom = keyerror.replace("KeyError: 'tokenizer'", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert top(oom + lost) == "device-memory"

@@ -256,8 +256,15 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     # What the run stopped on, for the readings of a warning it may go on after (Signature.last_only): its last raised or
     # worded error, or else, where the log has none after it, the last line a signature reads (not a question after it)
     stopped_on = max([last] + [e.line for e, found in read if any(not h.signature.supporting for h in found)])
+    first = _first_rank_failure(read)
     for error, found in read:
         kept = [h for h in found if not h.signature.last_only or error.line == stopped_on]
+        if first is not None and first.stream != error.stream and first.line < error.line:
+            for h in kept:
+                if h.signature.across_ranks:
+                    near.append(NearMiss(h.check.id, h.signature.code, "another rank failed first, of its own error: %s"
+                                         % _first_line(first.text)))
+            kept = [h for h in kept if not h.signature.across_ranks]
         supporting.extend(h.check.id for h in kept if h.signature.supporting)
         own = [h for h in kept if not h.signature.supporting]
         # The family whose frames or context are present, or else whose pattern says more of the message, explains it.
@@ -270,6 +277,24 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
                 hit.score += _FATAL
         hits.extend(own)
     return hits, supporting
+
+
+# What the job's own collectives say when a peer is gone (not a rank's own failure of its code)
+_COLLECTIVE_WORDS = re.compile(r"NCCL|nccl|c10d|ProcessGroup|[Dd]istributed|rendezvous|[Ss]tore|[Tt]ime ?out|[Cc]onnection|"
+                               r"[Bb]roken pipe|[Ss]ocket|[Ww]atchdog|barrier|SIGTERM|[Ss]ignal")
+
+
+def _first_rank_failure(read: Sequence[Tuple[RaisedError, List[_Hit]]]) -> Optional[RaisedError]:
+    """A multi-rank log's first Python error, where it is a rank's own (its code's KeyError, its out of memory), not the
+    job's collectives failing: the ranks that fail after it in the collectives (a peer gone, a timeout) only follow it,
+    so their words are no cause of their own (`Signature.across_ranks`); its own reading, if any, stands."""
+    for error, found in sorted(read, key=lambda pair: pair[0].line):
+        if not error.stream or error.shape != "traceback":
+            continue
+        if any(h.signature.across_ranks for h in found) or _COLLECTIVE_WORDS.search(error.text):
+            return None
+        return error
+    return None
 
 
 def _diagnoses(hits: List[_Hit], context: LogContext) -> List[Diagnosis]:
