@@ -310,11 +310,16 @@ KEEP_BF16 = Remedy("Keep the weights in bf16 (or fp16) where they meet other dty
 FAST_MODE_OFF = Remedy("Turn the fp8 fast mode off (compute in bf16/fp16), or use a torch built with CUDA 12.1+ on an Ada/Hopper GPU",
                        id="fp8-fast-off")
 
+FLOAT8_MATMUL_MIX = r"(mat1 and mat2|self and mat2) (must|to) have the same dtype[^\n]{0,40}Float8_\w+"
+
 # Any GPU named in a log, from the one name -> capability table (fp8 needs 8.9+; the gate's own words say the rest)
 _GPU_NAMES = "|".join(pattern for pattern, _cap in GPU_CAPABILITY_PATTERNS)
 
 SIGNATURES = (
-    Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)",
+    Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|"
+                                  # (a matmul's own dtype check, float8 weights against bf16 activations: "expected mat1 and
+                                  # mat2 to have the same dtype, but got: c10::BFloat16 != c10::Float8_e4m3fn")
+                                  + FLOAT8_MATMUL_MIX,
               cause="a float8 tensor met a tensor of another dtype in one operation: torch never promotes float8",
               remedies=PROMOTION_REMEDIES + (KEEP_BF16,)),
     Signature("float8-promotion", r"not implemented for 'Float8_\w+",

@@ -165,23 +165,38 @@ EXPLAIN_REMEDIES = (
            "transformers without `BitsAndBytesConfig`)", id="no-quantization"),
     BITSANDBYTES_UPGRADE,
 )
+NO_GPU_LIBRARY = "the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)"
+# Where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading; where
+# BNB_CUDA_VERSION chose the library, its own reading below says more
+CUDA_OR_OVERRIDE_FIRST = (r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",
+                          r"BNB_CUDA_VERSION=\d+ environment variable detected")
 SIGNATURES = (
     # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
     # `'NoneType' object has no attribute 'cadam32bit_grad_fp32'`; its CUDA setup warns that libcudart is nowhere)
     # (and 0.43+'s words: "CUDA Setup failed despite CUDA being available", ROCm's alike, "Attempted to use bitsandbytes
     # native library functionality but it's not available", "Configured CUDA binary not found at .../libbitsandbytes_cuda129.so",
     # transformers' "CUDA is required but not available for bitsandbytes", the macOS CPU library)
-    Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|(CUDA|ROCm) Setup failed despite (GPU|CUDA|ROCm) being "
+    Signature("quantized-fails", r"(CUDA|ROCm) Setup failed despite (GPU|CUDA|ROCm) being "
                                  r"available|CUDA SETUP: (Setup Failed!|Something unexpected happened)|"
                                  r"libbitsandbytes_cpu\.(so|dll|dylib)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
-                                 r"CUDA_SETUP: WARNING! libcudart\.so not found|Attempted to use bitsandbytes native library functionality|"
+                                 r"Attempted to use bitsandbytes native library functionality|"
                                  r"Configured (CUDA|ROCm) binary not found at \S*libbitsandbytes|"
                                  r"CUDA is required but not available for bitsandbytes",
-              # (where CUDA itself failed to start, torch's warning says so first: its echo, cuda-compat's reading; where
-              # BNB_CUDA_VERSION chose the library, its own reading below says more)
-              unless=(r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",
-                      r"BNB_CUDA_VERSION=\d+ environment variable detected"),
-              cause="the installed bitsandbytes has no usable GPU library (a CPU-only build, a CUDA it cannot find, or no GPU)",
+              unless=CUDA_OR_OVERRIDE_FIRST,
+              cause=NO_GPU_LIBRARY,
+              remedies=EXPLAIN_REMEDIES),
+    # ... and where it went on without its native library: its functions on `lib`, None (any of them: "'NoneType' object
+    # has no attribute 'cquantize_blockwise_fp16_nf4'", raised in bitsandbytes/functional.py)
+    Signature("quantized-fails", r"'NoneType' object has no attribute 'c[a-z]\w+'", frames=(r"bitsandbytes/",), frames_required=True,
+              unless=CUDA_OR_OVERRIDE_FIRST,
+              cause=NO_GPU_LIBRARY,
+              remedies=EXPLAIN_REMEDIES),
+    # ... and its warnings at import, which a run that never quantizes goes on past (an unrelated error after them is
+    # that error's): read only where the run stopped on them
+    Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA_SETUP: WARNING! libcudart\.so not found|"
+                                 r"Could not find the bitsandbytes (CUDA|ROCm) binary at",
+              unless=CUDA_OR_OVERRIDE_FIRST, last_only=True,
+              cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
     # this machine, its bugs included (0.37's NameError on GPUs below compute capability 7.5, fixed in

@@ -16,7 +16,7 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
-from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, DRIVER_TOO_OLD_WARNING, TORCH_DISABLES_CUDA, unavailable
+from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, DRIVER_TOO_OLD_SAID, GPU_NOT_IN_BUILD, TORCH_DISABLES_CUDA, unavailable
 
 ID = "torch-install"
 
@@ -328,9 +328,9 @@ VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x6
 _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
 # A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
-# A CUDA build's own warning that the GPU is not among its architectures (torch/cuda/__init__.py): no CPU-only torch
-# printed it, so a start-up test failing after it is cuda-compat's (the wheel predates the GPU, or dropped it)
-GPU_NOT_IN_BUILD = r"with CUDA capability sm_\d+ is not compatible with the current PyTorch|PyTorch no longer supports this GPU"
+
+CPU_BUILD_INSTALLED = ("torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
+                       "pulled one in)")
 
 NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and the packages that need numpy 1) to releases "
                        "built against numpy 2", id="numpy-downgrade")
@@ -550,19 +550,24 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),
     # The same test told in words (`torch.cuda.is_available()` returns False): both readings, and cuda-compat's third
-    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_WARNING) + CHECKPOINT_SAVED_ON_CUDA,
-              cause="torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
-                    "pulled one in)",
+    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_SAID) + CHECKPOINT_SAVED_ON_CUDA,
+              cause=CPU_BUILD_INSTALLED,
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(TORCH_CUDA_WHEEL,)),
+    # (and the answer printed on one line beside a CPU build's version: `print(torch.__version__, torch.version.cuda,
+    # torch.cuda.is_available())` -> "2.4.1+cpu None False")
+    Signature("cpu-only-torch", r"\b\d+\.\d+(\.\d+)?\+cpu\b[^\n]{0,40}\bFalse\b", unless=(_NOT_NVIDIA,),
+              cause=CPU_BUILD_INSTALLED,
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
     # (and torch's own warnings that it turned CUDA off, where the run stopped on them)
-    Signature("cpu-only-torch", TORCH_DISABLES_CUDA, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_WARNING), last_only=True,
+    Signature("cpu-only-torch", TORCH_DISABLES_CUDA, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_SAID), last_only=True,
               cause="torch cannot use the GPU, so it turned CUDA off and ran on the CPU: a CPU-only torch build is installed "
                     "(pip's default on Windows, a package that pulled one in)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
     # (no context needed: where the probe finds no CUDA GPU, as on the machine that failed, this reading leads)
-    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=(DRIVER_TOO_OLD_WARNING,) + CHECKPOINT_SAVED_ON_CUDA,
+    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=(DRIVER_TOO_OLD_SAID,) + CHECKPOINT_SAVED_ON_CUDA,
               cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),

@@ -1759,3 +1759,66 @@ def test_a_rank_that_failed_first_of_its_own_error_is_the_cause_not_the_peers_th
     assert top(lost) == "distributed"  # alone, the ranks could not meet
     oom = keyerror.replace("KeyError: 'tokenizer'", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     assert top(oom + lost) == "device-memory"
+
+
+def test_what_the_second_round_of_reviews_of_stop_46_found() -> None:
+    """Six more reviews (fp16 overflow, adapters on fp8 and quantized image models, apex and cuBLAS, GPU and driver
+    wordings, issue templates, healthy logs): each was read wrongly before, and is read right now."""
+    # fp16 overflow as a Trainer's metrics and loss scalers show it; not a normal skipped step, not a run said to be fp32
+    trainer = ("$ python run_summarization.py --model_name_or_path t5-large --do_train --fp16\n"
+               "{'loss': 2.1432, 'grad_norm': 1.8342, 'learning_rate': 4.988e-05, 'epoch': 0.01}\n"
+               "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 4.977e-05, 'epoch': 0.01}\n")
+    assert code_of(trainer) == ("library-probes", "fp16-overflow")
+    scaler = "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: %s, reducing to %s\n"
+    assert top(scaler % (1, 1) * 3) == "library-probes"
+    assert top(scaler % (65536, 32768)) == "none"
+    assert top("Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.0\n") == "library-probes"
+    fp32 = ("Loss becomes nan after ~2k steps, training in fp32 (no --fp16, no autocast), AdamW lr 1e-3.\n"
+            "step 2100 loss nan\n")
+    assert top(fp32) == "none"
+    assert top(fp32.replace("(no --fp16, no autocast)", "with --fp16")) == "library-probes"
+    assert top("model.half()\ntensor([[nan, nan, nan,  ..., nan, nan, nan]], device='cuda:0', dtype=torch.float16)\n") == \
+        "library-probes"
+    assert top("Since I started ComfyUI with --force-fp16 every image from my SDXL workflow is pure black.\n") == "library-probes"
+    assert top("All outputs are black. There is no NSFW checker in this pipeline, the vae is float16.\n") == "library-probes"
+    assert top("Potential NSFW content was detected in one or more images. A black image will be returned instead.\n") == "none"
+    # out of memory denied or over is none; said is still memory's
+    for said in ("peak mem 20.44 GiB, no OOM this time :)", "did not run out of memory this time",
+                 "OOM gone after enabling gradient checkpointing", "(prev run OOM'd at bs8, this one uses grad accumulation)"):
+        assert top(said + "\n") == "none", said
+    for said in ("it OOMs at bs 8 on my 3090", "training OOM'd at step 300", "ran out of memory on the 4090"):
+        assert top(said + "\n") == "device-memory", said
+    # bitsandbytes without its GPU library, however its functions then fail
+    missing = "Could not find the bitsandbytes CUDA binary at PosixPath('%sbitsandbytes/libbitsandbytes_cuda124.so')\n" % SITE
+    nf4 = _traceback("AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_fp16_nf4'",
+                     SITE + "bitsandbytes/functional.py")
+    assert code_of(missing + nf4) == ("quantized-base", "quantized-fails")
+    assert code_of(missing) == ("quantized-base", "quantized-fails")
+    assert top(_traceback("AttributeError: 'NoneType' object has no attribute 'cpu'", "/x/t.py")) == "none"
+    # float8 weights against bf16 activations in a matmul: fp8's, and the adapter's where its frames are
+    mix = "RuntimeError: expected mat1 and mat2 to have the same dtype, but got: c10::BFloat16 != c10::Float8_e4m3fn"
+    assert top(mix + "\n") == "fp8"
+    assert top(_traceback(mix, "/x/musubi-tuner/networks/lora.py")) == "dora-fp8"
+    promote = "RuntimeError: Promotion for Float8 Types is not supported, attempted to promote Float8_e4m3fn and Half"
+    assert top(_traceback(promote, "D:/sd/webui/extensions-builtin/Lora/networks.py")) == "dora-fp8"
+    assert top(_traceback(promote, "/x/modules/lora/network_lokr.py")) == "dora-fp8"
+    assert top(_traceback(promote, "/x/models/networks.py")) == "fp8"
+    assert top("RuntimeError: mat1 and mat2 must have the same dtype, but got Half and Float\n") == "dtype-mismatch"
+    # a CUDA build's warning that the GPU is not among its architectures, before a cuBLAS or cuDNN failure
+    sm86 = ("UserWarning: \nNVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the current PyTorch "
+            "installation.\n")
+    gemm = "RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k)`"
+    assert top(sm86 + _traceback(gemm, "/x/t.py")) == "cuda-compat"
+    assert top(_traceback(gemm, "/x/t.py")) == "cublas"
+    # a user's own apex.py shadowing apex
+    shadow = "ModuleNotFoundError: No module named 'apex.normalization'%s"
+    assert top(_traceback(shadow % "; 'apex' is not a package", "/x/train.py")) == "none"
+    assert top(_traceback(shadow % "", "/x/train.py")) == "apex"
+    # the CUDA runtime's driver words before a program's "no GPU": the driver's
+    llama = ("ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version\n"
+             "warning: no usable GPU found, --gpu-layers option will be ignored\n")
+    assert top(llama) == "cuda-compat"
+    # a CPU build's version printed beside is_available()'s answer
+    assert code_of("$ python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"\n"
+                   "2.4.1+cpu None False\n") == ("torch-install", "cpu-only-torch")
+    assert top("2.4.1+cu121 12.1 True\n") == "none"

@@ -218,7 +218,9 @@ SIGNATURES = (
               frames_required=True,
               cause="an old apex.amp patched optimizer.step as a plain function, which torch's LR schedulers (1.3+) cannot wrap",
               remedies=(REBUILD, NO_AMP)),
-    Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)'?",
+    # (not where Python found a plain file by that name, "No module named 'apex.normalization'; 'apex' is not a package":
+    # the user's own apex.py shadows whatever apex is installed)
+    Signature("apex-impostor", r"No module named '?apex\.(normalization|optimizers|multi_tensor_apply)(?!'?; '?apex'? is not a package)'?",
               cause="the installed apex has no NVIDIA modules: the PyPI web toolkit of that name, or a broken install",
               remedies=(UNINSTALL_IMPOSTOR,)),
     # (and on Windows: "DLL load failed while importing amp_C: The specified procedure could not be found."; the module names

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
+from ..cuda_compat.signatures import GPU_NOT_IN_BUILD
 from ..torch_install import CUDNN_OWN_LOADER
 
 # cuBLAS/cuDNN status names and torch's wording, e.g.
@@ -59,11 +60,11 @@ SIGNATURES = (
     Signature("gemm-failed", r"(CU|HIP)BLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
-              unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT)),
+              unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT, GPU_NOT_IN_BUILD)),
     # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
     Signature("cudnn-failed", r"(?<!cudnn_status: )CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
-                    "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT,)),
+                    "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT, GPU_NOT_IN_BUILD)),
     # cuDNN's frontend refusing one execution plan ("UserWarning: Plan failed with a cudnnException:
     # CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
     # torch 2.3.0's convolutions; the frontend's other descriptors say "cudnn_status:" alike): torch tries the next plan, so

@@ -67,6 +67,9 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         r"(?i:(?<!\bbut )(?<!\bwhen )(?<!\bif )(?<!\bsince )(?<!\bbecause )(?<!\bunless )(?<!\bwhether )"
                         r"\bcuda (is )?not available\b(?!\s+for\b))")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
+# A CUDA build's own warning that the GPU is not among its architectures (torch/cuda/__init__.py): no CPU-only torch
+# printed it, and a GEMM or a start-up test failing after it is this check's (the wheel predates the GPU, or dropped it)
+GPU_NOT_IN_BUILD = r"with CUDA capability sm_\d+ is not compatible with the current PyTorch|PyTorch no longer supports this GPU"
 # torch's own warnings that it turned CUDA off because is_available() is False (torch/amp/autocast_mode.py: "User provided
 # device_type of 'cuda', but CUDA is not available. Disabling"; torch/amp/grad_scaler.py: "torch.cuda.amp.GradScaler is
 # enabled, but CUDA is not available.  Disabling."): the run goes on, on the CPU, so they explain it only where it stopped
@@ -75,6 +78,10 @@ TORCH_DISABLES_CUDA = r"(User provided device_type of \\?'cuda\\?'|GradScaler is
 # torch's own warning at CUDA start-up that the driver predates its CUDA (torch/cuda/__init__.py, c10's CUDAFunctions.cpp):
 # where a log shows it, "no GPU" after it is this check's, not a CPU-only torch's or a machine's without a GPU
 DRIVER_TOO_OLD_WARNING = r"(The )?(?i:NVIDIA driver) on your system is too old \(found version (\d+)\)"
+# ... and the CUDA runtime's own words for it, as any program's CUDA start-up prints them (llama.cpp's "ggml_cuda_init:
+# failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version"): a "no GPU" after either is the
+# driver's, not a CPU-only build's
+DRIVER_TOO_OLD_SAID = DRIVER_TOO_OLD_WARNING + r"|CUDA driver version is insufficient for CUDA runtime version"
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")

@@ -113,9 +113,14 @@ SIGNATURES = (
     # "CUDA OOMs: 0")
     # (bounded by what is not a Latin letter or digit, so that CJK beside it counts: "跑到一半就OOM了"; and Chinese's and
     # Japanese's other word orders: "爆显存", "VRAM不足")
-    Signature("out-of-memory", r"(?<![A-Za-z0-9_]-)(?<![A-Za-z0-9_])OOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-(safe|free|proof|aware|"
-                               r"resilient|resistant|tolerant|guard|protect|prevent|avoid)|s?:\s*0\b)|"
-                               r"(?<![A-Za-z0-9_])OOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-\w|s?:\s*0\b)|显存(不足|不够|溢出|爆|占满)|爆显存|"
+    # (nor where it is denied or over: "no OOM this time", "OOM gone after enabling gradient checkpointing", "did not run out
+    # of memory", a previous run's "OOM'd at bs8")
+    Signature("out-of-memory", r"(?<![A-Za-z0-9_]-)(?<![A-Za-z0-9_])%(denied)sOOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-(safe|free|proof|aware|"
+                               r"resilient|resistant|tolerant|guard|protect|prevent|avoid)|%(over)s)|"
+                               r"(?<![A-Za-z0-9_])%(denied)sOOM(s|ed|ing)?(?![A-Za-z0-9_])(?!-\w|%(over)s)|"
+                               % {"denied": r"(?<!\bno )(?<!\bprev run )(?<!\bprevious run )",
+                                  "over": r"s?:\s*0\b|( is)? (gone|fixed|solved)\b"} +
+                               r"显存(不足|不够|溢出|爆|占满)|爆显存|"
                                r"VRAM ?(不足|が足りない)|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
                                # mem"; Java's own error is not torch's)
@@ -124,6 +129,7 @@ SIGNATURES = (
                                r"(?<!java\.lang\.)(?<!has no attribute ')(?<!cannot import name ')\bOutOfMemoryError\b|"
                                # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
                                r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
+                               r"(?<!not run )(?<!n't run )(?<!never run )(?<!never ran )"
                                r"out of (GPU |CUDA |video )?mem(ory)?\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",

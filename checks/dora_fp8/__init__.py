@@ -20,18 +20,23 @@ from __future__ import annotations
 
 from envdoctor.target.model import Check, Remedy, Signature
 
+from ..fp8 import FLOAT8_MATMUL_MIX
 from .probe import probe
 from .rules import ID, UPCAST, diagnose, summarize
 
 # An adapter implementation's frames: peft's LoRA tuner, any module file named for LoRA (OneTrainer's
-# LoRAModule.py, kohya's networks/lora*.py, musubi-tuner's lora_utils.py, LightX2V's lora_adapter.py), LyCORIS.
-_DORA_FRAMES = (r"peft/tuners/lora/", r"(?i)(^|/)[^/]*lora[^/]*\.py$", r"(^|/)lycoris/")
+# LoRAModule.py, kohya's networks/lora*.py, musubi-tuner's lora_utils.py, LightX2V's lora_adapter.py), or in a folder
+# named for it (A1111's extensions-builtin/Lora/networks.py, SD.Next's modules/lora/network_lokr.py), LyCORIS, ai-toolkit's
+# network_mixins.py.
+_DORA_FRAMES = (r"peft/tuners/lora/", r"(?i)(^|/)[^/]*lora[^/]*\.py$", r"(?i)(^|/)lora/[^/]+\.py$", r"(^|/)lycoris/",
+                r"(^|/)toolkit/network_mixins\.py$")
 # A log that names DoRA near the error (OneTrainer's "Decomposed Weights (DoRA)", peft's use_dora) or an adapter
 # module's file: plain LoRA words are not enough, a LoRA node can sit beside fp8 math that fails on its own (fp8's then).
 _ADAPTER_WORDS = (r"\b(DoRA|dora|use_dora|lora_decompose|weight_decompose|Decomposed)\b",
                   # an adapter module's file named near the error, as a frame the log lost or a poster's own words
                   r"(lora_utils|LoRAModule|networks[/\\]lora\w*)\.py|peft[/\\]tuners[/\\]lora")
-_FLOAT8 = r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|not implemented for 'Float8_\w+"
+_FLOAT8 = (r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|not implemented for 'Float8_\w+|"
+           + FLOAT8_MATMUL_MIX)
 _CAUSE = ("the adapter's math met the float8 base weight without upcasting it first: DoRA adds W + s·(B@A) and takes "
           "its norm on the base weight (OneTrainer before commit 2925dc8f, seed 003; peft's get_weight_norm), and torch "
           "neither promotes float8 nor has float8 kernels for that math")

@@ -39,23 +39,27 @@ _LOSS = r"(?<![A-Za-z])loss(?![A-Za-z])"
 # (an inpainting tool's masked area: "a black blob where the mask is drawn")
 PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
                r"screen|blobs?|squares?|patch(es)?)\b|"
-               r"\b(image|output|result|picture|pic|video|frame)s? (is|are|was|were|comes? out|came out|turns?|turned) "
+               r"\b(image|output|result|picture|pic|video|frame)s?( (from|of|in) [^\n.,;:]{1,40}?)? (is|are|was|were|comes? out|came out|turns?|turned) "
                r"(all |total |totally |completely |pure |just |entirely )?black\b)")
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              # (not a Trainer's metrics where the gradient norm alone is inf: GradScaler's skipped step, "{'loss': 2.34,
              # 'grad_norm': inf, ...}")
              r"%(loss)s[^\n]{0,40}(?<!grad_norm': )(?<!grad_norm\": )(?<!grad_norm: )(?<!grad_norm=)%(nan)s|"
              r"%(nan)s[^\n]{0,20}%(loss)s|\ball[- ]nan\b|NaN detected in latents|"
+             # (a Trainer's metrics with the loss gone to 0.0 and its gradients NaN: the fp16 logits overflowed)
+             r"[\"']loss[\"']: 0\.0,\s*[\"']grad_norm[\"']: %(nan)s|"
              r"%(nan)s[^\n]{0,15}\b(values?|logits|outputs?|latents|results?|(attention )?scores|activations)\b|"
              r"\b(yields?|gives?|returns?|produces?|outputs?|getting|gets?|got|occurs?|occurred|appears?|appeared|"
              r"becomes?|became|goes|went|turns? (in)?to)\s+(only\s+|all\s+)?%(nan)s|"
-             r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[\[\[nan|"
+             r"(logits|outputs?|latents|hidden (states|outputs))[^\n]{0,40}%(nan)s|overflow\w* to inf|tensor\(\[+nan,|"
              r"\b(output|reply|response|generation)s? (is|are|was|were) (empty|blank)\b" % {"nan": _NAN, "loss": _LOSS})
 # fp16 asked for, or a setup that overflows in it: SDXL's VAE, the GTX 1650/1660 cards
 # (not where a setting turns it off: "fp16=False", "--fp16 false", "amp: off")
 _OFF = r"(?!\s*[=:]?\s*[\"']?(False|false|0|no|off|None)\b)"
 # (nor the backend a settings dump names whether fp16 is on or not: "fp16_backend=auto")
-PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z]|_backend)" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
+# (nor where the words deny it: "no --fp16, no autocast", "not fp16", "without amp")
+_DENIED = r"(?<!\bno )(?<!\bno --)(?<!\bnot )(?<!\bwithout )(?<!\bwithout --)"
+PROSE_FP16 = (r"(?i)(?<![A-Za-z])" + _DENIED + r"(fp16|half|amp|sdxl)(?![A-Za-z]|_backend)" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
               r"|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
@@ -66,12 +70,15 @@ PROSE_FP16 = (r"(?i)(?<![A-Za-z])(fp16|half|amp|sdxl)(?![A-Za-z]|_backend)" + _O
 # learning rate ("Even with --precision full --no-half the loss is still nan", "关闭amp，全部用fp32训练后loss仍然是nan")
 FP32_TOO = (r"(?i:(already|still|even)\b[^\n]{0,80}(float32|fp32|--no-half|32-bit|full precision))|"
             r"(关闭|关掉|去掉|不用|禁用)\s*(amp|fp16|混合精度|半精度)|(fp32|float32)[^\n]{0,20}(仍然|还是|依然|也是?)")
-SAFETY_CHECKER = r"(?i)(?<!disabled the )(?<!requires_)safety[_ ]checker(?!\W{0,3}[=:]\s*(None|null|False)\b)|(?<!disable[-_])\bnsfw\b"
+SAFETY_CHECKER = (r"(?i)(?<!disabled the )(?<!requires_)(?<!\bno )safety[_ ]checker(?!\W{0,3}[=:]\s*(None|null|False)\b)|"
+                  r"(?<!disable[-_])(?<!\bno )\bnsfw\b")
 
 # What `explain` says of an fp16 overflow, however it showed
 BF16_NOT_FP16 = Remedy("Run the model in bf16 where the GPU has it (compute capability 8.0+), else fp32 (`torch_dtype="
                        "torch.bfloat16`; SDXL: an fp32 VAE, `--no-half-vae`, or madebyollin/sdxl-vae-fp16-fix; GTX 16xx: "
                        "`--precision full --no-half`)", id="bf16-not-fp16")
+
+FP16_LOWER_LR = Remedy("Or keep fp16 with a lower learning rate, gradient clipping and a warm-up", id="fp16-lower-lr")
 
 FP32_MASTER_WEIGHTS = Remedy("Load the model (or the parameters being trained: LoRA weights, the UNet) in float32 and let "
                              "autocast compute in fp16; or train in bf16 where the GPU has it", id="fp32-master-weights")
@@ -110,8 +117,15 @@ SIGNATURES = (
                                r"Minimum loss scale reached \([\d.e-]+\)",
               cause="fp16 mixed precision overflowed at every loss scale: the gradients do not fit fp16's range (a model "
                     "trained in bf16, or a learning rate too high for fp16)",
-              remedies=(BF16_NOT_FP16, Remedy("Or keep fp16 with a lower learning rate, gradient clipping and a warm-up",
-                                              id="fp16-lower-lr"))),
+              remedies=(BF16_NOT_FP16, FP16_LOWER_LR)),
+    # ... and the loss scaler stuck at its floor before it gives up, step after step (DeepSpeed's "[deepspeed] OVERFLOW! Rank
+    # 0 Skipping step. Attempted loss scale: 1, reducing to 1"; apex amp's "Gradient overflow.  Skipping step, loss scaler 0
+    # reducing loss scale to 0.0" or to an ever smaller scale): a skipped step at a higher scale is fp16's normal search
+    Signature("fp16-overflow", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?\b|"
+                               r"reducing loss scale to (0\.0|[\d.]+e-(0[5-9]|[1-9]\d))\b",
+              cause="fp16 mixed precision overflows at every loss scale: the gradients do not fit fp16's range (a model "
+                    "trained in bf16, or a learning rate too high for fp16)",
+              remedies=(BF16_NOT_FP16, FP16_LOWER_LR)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
     # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."
     Signature("fp16-overflow", r"A tensor with all NaNs was produced in (VAE|Unet)",
