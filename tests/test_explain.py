@@ -1822,3 +1822,11 @@ def test_what_the_second_round_of_reviews_of_stop_46_found() -> None:
     assert code_of("$ python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"\n"
                    "2.4.1+cpu None False\n") == ("torch-install", "cpu-only-torch")
     assert top("2.4.1+cu121 12.1 True\n") == "none"
+    # cuDNN's frontend without a plan for the graph (torch 2.5+'s cuDNN attention); a module straight under site-packages
+    # missing a symbol the paste cut off
+    assert code_of("RuntimeError: cuDNN Frontend error: [cudnn_frontend] Error: No execution plans support the graph.\n") == (
+        "cublas", "cudnn-failed")
+    assert code_of("ImportError: /usr/local/lib/python3.7/dist-packages/_XLAC.cpython-37m-x86_64-linux-gnu.so: undefined "
+                   "symbol:\n") == ("extension-abi", "import-fails")
+    assert top("ImportError: /usr/local/lib/python3.7/dist-packages/torch/lib/libtorch_cpu.so: undefined symbol:\n") != \
+        "extension-abi"

@@ -84,6 +84,14 @@ SIGNATURES = (
     Signature("cudnn-failed", r"(GET|FIND) was unable to find an engine to execute this computation",
               cause="cuDNN found no engine for this convolution: a cuDNN other than torch's own was loaded (LD_LIBRARY_PATH, a "
                     "system cuDNN), or too little GPU memory for any engine's workspace", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1]),
+    # cuDNN's frontend (torch 2.5+'s cuDNN attention and convolutions) refusing the graph: "RuntimeError: cuDNN Frontend error:
+    # [cudnn_frontend] Error: No execution plans support the graph." (the cuDNN SDPA backend on a GPU or cuDNN it has no plan
+    # for; turning that backend off, `torch.backends.cuda.enable_cudnn_sdp(False)`, or another torch release avoids it)
+    Signature("cudnn-failed", r"cuDNN Frontend error", unless=(AFTER_ASSERT,),
+              cause="cuDNN's frontend found no execution plan for this attention or convolution: a cuDNN release or GPU its "
+                    "plans do not cover",
+              remedies=(Remedy("Turn torch's cuDNN attention off (`torch.backends.cuda.enable_cudnn_sdp(False)`) or install a "
+                               "torch release whose cuDNN has plans for this GPU", id="cudnn-sdp-off"),) + EXPLAIN_REMEDIES[1:]),
     # Another GPU library's own cuBLAS and cuDNN (CTranslate2, which faster-whisper runs on): "cuBLAS failed with status
     # CUBLAS_STATUS_NOT_SUPPORTED" on a GPU newer than its CUDA, "Could not load library cudnn_ops_infer64_8.dll" where the
     # cuDNN it was built for is absent (github.com/SYSTRAN/faster-whisper: cuDNN 8 for CTranslate2 3.x, cuDNN 9 for 4.x)

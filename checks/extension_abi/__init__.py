@@ -172,7 +172,8 @@ SIGNATURES = (
     # symbol:"; github.com/traveller59/spconv/issues/579): which symbol is unknown, so only torch's own libraries are excluded
     # (or the module named alone by CPython's ABI tag: "ImportError causal_conv1d_cuda.cpython-310-x86_64-linux-gnu.so
     # undefined symbol"; a bare `_C` could be torch's own)
-    Signature("import-fails", r"(site|dist)-packages[\\/]+(?!torch[\\/])\w+[\\/]\S*\.so[.\d]*: undefined symbol:?\s*$|"
+    # (or a module straight under site-packages, torch_xla's "_XLAC.cpython-37m-x86_64-linux-gnu.so: undefined symbol:")
+    Signature("import-fails", r"(site|dist)-packages[\\/]+(?!torch[\\/])(\w+[\\/])?\S*\.so[.\d]*: undefined symbol:?\s*$|"
                               r"(?<![\w/\\.])(?!_C\.)\w+\.cpython-[\w-]+\.so:? undefined symbol:?\s*$",
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
