@@ -164,6 +164,11 @@ _SIGNATURES = (
               context=(r"tensor<[^>]*x(b?f16|f32)>[^\n]*tensor<[^>]*x(b?f16)>|tensor<[^>]*x(b?f16)>[^\n]*tensor<[^>]*xf32>",),
               context_required=True,
               cause=MPS_MIX, remedies=REMEDIES),
+    # (and where the paste stops at the error, its operands not shown: on the Macs' image apps nearly always fp16 weights
+    # meeting fp32 tensors, which --no-half settles; not where the operands shown are integers or booleans, a code's own mix)
+    Signature("mixes-rejected", r"'mps\.\w+' op requires the same element type for all operands",
+              unless=(r"tensor<[^>]*x(i\d+|ui\d+)>",),
+              cause=MPS_MIX, remedies=REMEDIES),
     # (and MPSGraph's executable given another float dtype than it was built for: "failed assertion `Incompatible element
     # type for parameter at index 1, mlir module expected element type bf16 but received f32'"; a graph built for f32 and
     # given bf16 is bf16-support's, the Mac without bf16)

@@ -203,10 +203,13 @@ SIGNATURES = (
     # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)
     # (an empty match, keyed on the setup's path alone: not a near miss of every other error a log has)
     Signature("quantized-fails", r"(?=\b\w+Error\b)", frames=(r"bitsandbytes/cuda_setup/",),
-              # (not its warning of a setup that went on to load its library: "The following directories listed in your
-              # path were found to be non-existent", printed by most working installs of 0.38-0.41)
+              # (not its warnings of a setup that went on to load its library: "The following directories listed in your
+              # path were found to be non-existent", printed by most working installs of 0.38-0.41, nor its search going
+              # on past a path without libcudart: "... did not contain ['libcudart.so', ...] as expected! Searching
+              # further paths...")
               context=(r"bitsandbytes/cuda_setup/(?!\w+\.py:\d+: \w*Warning)|bitsandbytes/cuda_setup/\w+\.py:\d+: \w*Warning: "
-                       r"(?!WARNING: The following directories listed in your path were found to be non-existent)",),
+                       r"(?!WARNING: The following directories listed in your path were found to be non-existent)"
+                       r"(?![^\n]*did not contain \[[^\n]*\] as expected! Searching further paths)",),
               context_required=True,
               cause="bitsandbytes' CUDA setup failed on this machine (its GPU library, CUDA or GPU not found or not supported "
                     "by that release)",

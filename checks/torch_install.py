@@ -16,7 +16,7 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
-from .cuda_compat.signatures import CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, DRIVER_TOO_OLD_SAID, GPU_NOT_IN_BUILD, TORCH_DISABLES_CUDA, unavailable
+from .cuda_compat.signatures import BUILD_DOES_NOT_FIT, CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, TORCH_DISABLES_CUDA, unavailable
 
 ID = "torch-install"
 
@@ -329,6 +329,9 @@ _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pr
 # A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 
+# pip building a package from source in its isolated build environment (PEP 517): its overlay path or its step's words
+_BUILD_ISOLATED = r"pip-build-env-\w+|Getting requirements to build (wheel|editable)\b[^\n]*error"
+
 CPU_BUILD_INSTALLED = ("torch cannot use the GPU: a CPU-only torch build is installed (pip's default on Windows, a package that "
                        "pulled one in)")
 
@@ -350,8 +353,15 @@ NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the nu
 TORCH_LIBRARY_BROKEN = "torch is installed but one of its shared libraries is missing or mismatched"
 
 SIGNATURES = (
+    # (not pip's own build of a package that imports torch in its setup.py, inside the isolated environment pip builds in,
+    # which has no torch whatever the user's has: flash-attn, xformers, apex from source)
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
-              remedies=(INSTALL_TORCH,)),
+              unless=(_BUILD_ISOLATED,), remedies=(INSTALL_TORCH,)),
+    Signature("torch-missing-in-build", r"No module named '?torch\b'?(?!\.)", context=(_BUILD_ISOLATED,), context_required=True,
+              cause="pip built the package in an isolated environment without torch (its setup.py imports torch to build its "
+                    "extension); the interpreter's own torch is not seen there",
+              remedies=(Remedy("Install torch first, then the package without build isolation: `pip install --no-build-isolation "
+                               "<package>` (flash-attn's own instructions say so)", id="no-build-isolation"),)),
     Signature("torch-import-failed",
               # (not torch 1.8-1.13's split CUDA libraries, which only an extension built against them looks for under a
               # newer torch: extension-abi's, below and there)
@@ -540,7 +550,7 @@ SIGNATURES = (
     # GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS"): torch.cuda.is_available() was False. The same two readings:
     # a CPU-only torch (a package or fork that installs one), or no NVIDIA GPU (AMD, Intel, a Mac)
     Signature("cpu-only-torch", r"Torch is not able to use GPU",
-              unless=(_NOT_NVIDIA, GPU_NOT_IN_BUILD),
+              unless=(_NOT_NVIDIA, BUILD_DOES_NOT_FIT),
               cause="torch cannot use the GPU: a CPU-only torch build is installed (some packages and forks install one)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
@@ -550,24 +560,25 @@ SIGNATURES = (
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),
     # The same test told in words (`torch.cuda.is_available()` returns False): both readings, and cuda-compat's third
-    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_SAID) + CHECKPOINT_SAVED_ON_CUDA,
+    Signature("cpu-only-torch", CUDA_UNAVAILABLE, unless=(_NOT_NVIDIA, BUILD_DOES_NOT_FIT) + CHECKPOINT_SAVED_ON_CUDA,
               cause=CPU_BUILD_INSTALLED,
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
     # (and the answer printed on one line beside a CPU build's version: `print(torch.__version__, torch.version.cuda,
     # torch.cuda.is_available())` -> "2.4.1+cpu None False")
-    Signature("cpu-only-torch", r"\b\d+\.\d+(\.\d+)?\+cpu\b[^\n]{0,40}\bFalse\b", unless=(_NOT_NVIDIA,),
+    # (only where the paste stops there: a CPU-only CI box prints it on the way to an unrelated failure)
+    Signature("cpu-only-torch", r"\b\d+\.\d+(\.\d+)?\+cpu\b[^\n]{0,40}\bFalse\b", unless=(_NOT_NVIDIA,), last_only=True,
               cause=CPU_BUILD_INSTALLED,
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
     # (and torch's own warnings that it turned CUDA off, where the run stopped on them)
-    Signature("cpu-only-torch", TORCH_DISABLES_CUDA, unless=(_NOT_NVIDIA, DRIVER_TOO_OLD_SAID), last_only=True,
+    Signature("cpu-only-torch", TORCH_DISABLES_CUDA, unless=(_NOT_NVIDIA, BUILD_DOES_NOT_FIT), last_only=True,
               cause="torch cannot use the GPU, so it turned CUDA off and ran on the CPU: a CPU-only torch build is installed "
                     "(pip's default on Windows, a package that pulled one in)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
     # (no context needed: where the probe finds no CUDA GPU, as on the machine that failed, this reading leads)
-    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=(DRIVER_TOO_OLD_SAID,) + CHECKPOINT_SAVED_ON_CUDA,
+    Signature("no-cuda-here", CUDA_UNAVAILABLE, context=(_NOT_NVIDIA,), unless=(BUILD_DOES_NOT_FIT,) + CHECKPOINT_SAVED_ON_CUDA,
               cause="this machine has no NVIDIA GPU that CUDA can use (none at all, or an AMD, Intel or Apple one)",
               confirmed_by=("cuda-compat:no-cuda-device",),
               remedies=(NOT_NVIDIA_DEVICE,)),

@@ -1830,3 +1830,60 @@ def test_what_the_second_round_of_reviews_of_stop_46_found() -> None:
                    "symbol:\n") == ("extension-abi", "import-fails")
     assert top("ImportError: /usr/local/lib/python3.7/dist-packages/torch/lib/libtorch_cpu.so: undefined symbol:\n") != \
         "extension-abi"
+
+
+def test_what_the_third_round_of_reviews_of_stop_46_found() -> None:
+    """Reviews of this stop's readings, of compiled extensions and of Macs: each was read wrongly before, and is read right
+    now."""
+    # MPSGraph's element-type refusal with its operands cut off: fp16 and fp32 on the Macs' image apps; not integers shown
+    mps = "error: 'mps.add' op requires the same element type for all operands and results\n"
+    assert top(mps + "LLVM ERROR: Failed to infer result type(s).\n") == "dtype-mismatch"
+    assert top(mps + "note: see current operation: %5 = \"mps.add\"(%4, %3) : (tensor<1x77xi64>, tensor<1x77xf32>)\n") != \
+        "dtype-mismatch"
+    # the driver or the build said not to fit the machine, before a web UI's GPU test or cuBLAS/cuDNN not starting
+    insufficient = "UserWarning: CUDA initialization: CUDA driver version is insufficient for CUDA runtime version\n"
+    webui = "RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to disable this check"
+    assert top(insufficient + _traceback(webui, "/sd/webui/modules/launch_utils.py")) == "cuda-compat"
+    old = "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11020).\n"
+    for failure in ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED",
+                    "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`"):
+        assert top(old + _traceback(failure, "/x/t.py")) == "cuda-compat", failure
+    assert top(_traceback("RuntimeError: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+                          "/x/t.py")) == "device-memory"
+    # the out-of-memory class named in code a traceback shows is no out of memory
+    code = ('  File "/x/t.py", line 9, in step\n    except torch.cuda.OutOfMemoryError:\n'
+            "AttributeError: module 'torch.cuda' has no attribute 'OutOfMemoryError'\n")
+    assert top(code) == "none"
+    assert top('  File "/x/t.py", line 9, in f\n    return isinstance(exc, torch.OutOfMemoryError)\n'
+               "RuntimeError: shape '[8, -1, 10]' is invalid for input of size 7\n") == "none"
+    # two launchers' prefixes on one line still make ranks: the first to fail of its own error is the cause
+    first = ("[default0]:[rank0]: Traceback (most recent call last):\n"
+             "[default0]:[rank0]:   File \"/job/finetune.py\", line 120, in evaluate\n"
+             "[default0]:[rank0]:     scores.append(float(pred.split(\":\")[1]))\n"
+             "[default0]:[rank0]: IndexError: list index out of range\n"
+             "[default1]:[rank1]: torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:275, remote process exited "
+             "or there was a network error, NCCL version 2.21.5\n")
+    assert not explained(first).diagnoses
+    # bitsandbytes' search going on past a path without libcudart is no setup failure
+    search = (SITE + "bitsandbytes/cuda_setup/main.py:149: UserWarning: /usr/local/cuda/lib64 did not contain "
+              "['libcudart.so', 'libcudart.so.11.0'] as expected! Searching further paths...\n  warn(msg)\n")
+    assert top(search + _traceback("KeyError: 'instruction'", "/content/train.py")) == "none"
+    # a CPU build's printed answer is read only where the paste stops on it
+    assert top("2.4.1+cpu None False\n" + _traceback("AssertionError: assert 'hello' == 'héllo'", "/x/test_text.py")) == "none"
+    # pip's isolated build environment has no torch, whatever the user's has
+    build = ("  Getting requirements to build wheel ... error\n  error: subprocess-exited-with-error\n" +
+             _traceback("ModuleNotFoundError: No module named 'torch'",
+                        "/tmp/pip-build-env-3v7x/overlay/lib/python3.10/site-packages/setuptools/build_meta.py"))
+    found = explained(build).diagnoses[0]
+    assert (found.check, found.code) == ("torch-install", "torch-missing-in-build")
+    assert any(r.id == "no-build-isolation" for r in found.remedies)
+    assert code_of(_traceback("ModuleNotFoundError: No module named 'torch'", "/x/t.py")) == ("torch-install", "torch-missing")
+    # pybind11's check of the Python a module was built for; a package's module built per GPU architecture
+    assert top("ImportError: Python version mismatch: module was compiled for Python 3.10, but the interpreter version is "
+               "incompatible: 3.11.6.\n") == "extension-abi"
+    assert top(_traceback("ModuleNotFoundError: No module named 'sageattention._qattn_sm89'", SITE + "sageattention/core.py")) == \
+        "extension-abi"
+    assert top("ModuleNotFoundError: No module named 'sageattention'\n") == "none"
+    # the terminal's near miss is a sentence; its pattern is --json's
+    near = explained("RuntimeError: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 1800000 ms\n").near
+    assert near and all("(?" not in n.why and "\\b" not in n.why for n in near) and any(n.needs for n in near)

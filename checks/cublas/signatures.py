@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envdoctor.target.model import Remedy, Signature
 
-from ..cuda_compat.signatures import GPU_NOT_IN_BUILD
+from ..cuda_compat.signatures import BUILD_DOES_NOT_FIT
 from ..torch_install import CUDNN_OWN_LOADER
 
 # cuBLAS/cuDNN status names and torch's wording, e.g.
@@ -49,7 +49,7 @@ SIGNATURES = (
                     "a GPU out of memory", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1], unless=(AFTER_ASSERT,)),
     # (and without such a line, the second reading after device-memory's, whose pattern reads the call too: both are
     # offered, and each check's probe tries its own on the live stack)
-    Signature("cublas-init-failed", r"(CU|HIP)BLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT,),
+    Signature("cublas-init-failed", r"(CU|HIP)BLAS_STATUS_NOT_INITIALIZED", unless=(AFTER_ASSERT, BUILD_DOES_NOT_FIT),
               cause="cuBLAS could not start: broken or mismatched cuBLAS libraries (another CUDA's libcublas found first)",
               remedies=EXPLAIN_REMEDIES[1:]),
     Signature("cublas-init-failed", r"(CU|HIP)BLAS_STATUS_ALLOC_FAILED",
@@ -60,11 +60,11 @@ SIGNATURES = (
     Signature("gemm-failed", r"(CU|HIP)BLAS_STATUS_(EXECUTION_FAILED|INVALID_VALUE|INTERNAL_ERROR|ARCH_MISMATCH|MAPPING_ERROR|NOT_SUPPORTED)",
               cause="a cuBLAS GEMM failed: a cuBLAS that does not match torch or the driver (another CUDA toolkit on "
                     "LD_LIBRARY_PATH), or an earlier asynchronous CUDA error", remedies=EXPLAIN_REMEDIES[1:],
-              unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT, GPU_NOT_IN_BUILD)),
+              unless=(AFTER_ASSERT, SHAPES_DO_NOT_FIT, BUILD_DOES_NOT_FIT)),
     # BAD_PARAM is cuDNN refusing its caller's arguments (a non-contiguous or oversized input), not a broken cuDNN
     Signature("cudnn-failed", r"(?<!cudnn_status: )CUDNN_STATUS_(?!BAD_PARAM)[A-Z_]+",
               cause="cuDNN failed (not initialised, internal error, execution failed): out of memory, or a cuDNN that does "
-                    "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT, GPU_NOT_IN_BUILD)),
+                    "not match the torch build", remedies=EXPLAIN_REMEDIES, unless=(AFTER_ASSERT, BUILD_DOES_NOT_FIT)),
     # cuDNN's frontend refusing one execution plan ("UserWarning: Plan failed with a cudnnException:
     # CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: cudnnFinalize Descriptor Failed cudnn_status: CUDNN_STATUS_NOT_SUPPORTED",
     # torch 2.3.0's convolutions; the frontend's other descriptors say "cudnn_status:" alike): torch tries the next plan, so

@@ -82,6 +82,9 @@ DRIVER_TOO_OLD_WARNING = r"(The )?(?i:NVIDIA driver) on your system is too old \
 # failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version"): a "no GPU" after either is the
 # driver's, not a CPU-only build's
 DRIVER_TOO_OLD_SAID = DRIVER_TOO_OLD_WARNING + r"|CUDA driver version is insufficient for CUDA runtime version"
+# Either said before a failure that only follows from it ("no GPU", cuBLAS or cuDNN not starting): the build against the
+# machine is the cause, this check's
+BUILD_DOES_NOT_FIT = DRIVER_TOO_OLD_SAID + "|" + GPU_NOT_IN_BUILD
 # ... but not torch.load's own words, where the fix is map_location, not the machine ("Attempting to deserialize object on a
 # CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load
 # with map_location=torch.device('cpu')")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from envdoctor.target.model import Remedy, Signature
 
 from ..cublas.signatures import AFTER_ASSERT
+from ..cuda_compat.signatures import BUILD_DOES_NOT_FIT
 from ..distributed.signatures import DATALOADER_SHM, SHM_REMEDIES
 from ..torch_install import PAGING_FILE
 
@@ -98,7 +99,8 @@ SIGNATURES = (
               cause="torch's caching allocator could not get the memory it asked for: the batch does not fit next to what is "
                     "resident (other processes, this process's own tensors and cache), or the memory is fragmented",
               remedies=EXPLAIN_REMEDIES),
-    Signature("out-of-memory", r"\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
+    # (not the class named in code a traceback shows: "except torch.cuda.OutOfMemoryError:", "isinstance(e, torch.OutOfMemoryError)")
+    Signature("out-of-memory", r"(?<!except )(?<!\()(?<!, )\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
     # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
@@ -123,10 +125,12 @@ SIGNATURES = (
                                r"显存(不足|不够|溢出|爆|占满)|爆显存|"
                                r"VRAM ?(不足|が足りない)|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
-                               # mem"; Java's own error is not torch's)
+                               # mem"; Java's own error is not torch's, nor the class named in code, "except
+                               # torch.cuda.OutOfMemoryError:", "isinstance(e, torch.OutOfMemoryError)")
                                # (nor the class's name missing from an older torch: "module 'torch.cuda' has no attribute
                                # 'OutOfMemoryError'", code written for torch 1.13+)
-                               r"(?<!java\.lang\.)(?<!has no attribute ')(?<!cannot import name ')\bOutOfMemoryError\b|"
+                               r"(?<!has no attribute ')(?<!cannot import name ')(?<!except )(?<!\()(?<!, )"
+                               r"(\btorch\.(cuda\.)?|(?<![.\w]))OutOfMemoryError\b|"
                                # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
                                r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
                                r"(?<!not run )(?<!n't run )(?<!never run )(?<!never ran )"
@@ -204,7 +208,9 @@ SIGNATURES = (
               remedies=EXPLAIN_REMEDIES),
     # The same without a word of memory around it: as its threads settle it, still most often a full GPU (another
     # process or rank holding it; the first 104 cases and dev-21/25), else cuBLAS's own libraries (cublas reads those)
-    Signature("out-of-memory", r"CUBLAS_STATUS_NOT_INITIALIZED( when calling `?cublasCreate\(handle\)`?)?", unless=(AFTER_ASSERT,),
+    # (not after the log said the CUDA build does not fit the machine: a driver too old, a GPU not in the build)
+    Signature("out-of-memory", r"CUBLAS_STATUS_NOT_INITIALIZED( when calling `?cublasCreate\(handle\)`?)?",
+              unless=(AFTER_ASSERT, BUILD_DOES_NOT_FIT),
               cause="cuBLAS could not create its handle: most often the GPU has no memory left for it (another process, "
                     "another rank on the same GPU, a model that filled it), else broken or mismatched cuBLAS libraries",
               remedies=EXPLAIN_REMEDIES),

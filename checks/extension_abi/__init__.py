@@ -178,6 +178,11 @@ SIGNATURES = (
               unless=(TORCH_OWN_LIBRARY,),
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
               remedies=(REINSTALL_EXTENSION,)),
+    # pybind11's own check of the Python a module was built for ("ImportError: Python version mismatch: module was compiled
+    # for Python 3.10, but the interpreter version is incompatible: 3.11.6", pybind11/detail/common.h)
+    Signature("import-fails", r"Python version mismatch: module was compiled for Python \d+\.\d+",
+              cause="a compiled extension was built for another Python than this environment's",
+              remedies=(REINSTALL_EXTENSION, BUILD_EXTENSION)),
     # A package's own version gate naming the torch its compiled ops were built for ("Version mismatch: Open3D needs
     # PyTorch version 1.7.*, but version 1.8.2 is installed!"; github.com/isl-org/Open3D-ML/issues/430; IPEX's "Intel®
     # Extension for PyTorch* needs to work with PyTorch 2.2.*, but PyTorch 2.1.0+cu121 is found")
@@ -216,6 +221,9 @@ SIGNATURES = (
     # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
     # (or its `_ext`, as mmcv names its ops: "No module named 'mmcv._ext'", mmcv-lite or a build without MMCV_WITH_OPS)
     Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|"
+                              # (or one built per GPU architecture, missing for this GPU's: "No module named
+                              # 'sageattention._qattn_sm89'")
+                              r"No module named '(?!torch\.)[\w.]+\._\w*_sm\d{2,3}\w*'|"
                               r"cannot import name '_C' from '(?!torch')[\w.]+'",
               cause="a package's compiled extension (_C, _ext) was never built here, or does not load against this torch",
               remedies=(BUILD_EXTENSION, REINSTALL_EXTENSION)),

@@ -69,10 +69,14 @@ class Diagnosis:
 class NearMiss:
     check: str
     code: str
-    why: str  # what the signature needed and the log did not show
+    why: str  # what the signature needed and the log did not show, in words
+    needs: str = ""  # ... and as its pattern, for --json (a regex is no sentence for the terminal)
 
     def to_dict(self) -> Dict[str, str]:
-        return {"check": self.check, "code": self.code, "why": self.why}
+        found = {"check": self.check, "code": self.code, "why": self.why}
+        if self.needs:
+            found["needs"] = self.needs
+        return found
 
 
 @dataclass
@@ -169,7 +173,8 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
     frames_hit = bool(sig.frames) and _any(sig.frames, error.paths)
     if sig.frames_required and not frames_hit:
         if not quiet:
-            near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows no frame of %s" % " or ".join(sig.frames)))
+            near.append(NearMiss(check.id, sig.code, "the message matches, but the traceback shows none of the frames this "
+                                 "reading needs", " or ".join(sig.frames)))
         return None
     if sig.unless:
         ruled_out = _first_match(sig.unless, [text] + surroundings.of(error))
@@ -181,7 +186,8 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
     context_hit = bool(context_line)
     if sig.context_required and not context_hit:
         if not quiet:
-            near.append(NearMiss(check.id, sig.code, "the message matches, but nothing near it in the log shows %s" % " or ".join(sig.context)))
+            near.append(NearMiss(check.id, sig.code, "the message matches, but nothing near it in the log shows what this "
+                                 "reading needs beside it", " or ".join(sig.context)))
         return None
     score = _BASE.get(error.shape, 0.5) + _FRAMES_HIT * frames_hit + _CONTEXT_HIT * context_hit
     return _Hit(check, sig, error, score, (int(frames_hit) + int(context_hit), len(found.group(0))), context_line)

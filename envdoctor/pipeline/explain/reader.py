@@ -65,7 +65,9 @@ _QUOTE_MARKS = re.compile(r"^(?:>(?: |$))+", re.MULTILINE)
 # What may stand before "Traceback (most recent call last)" without being a margin: IPython's exception type
 _IPYTHON_HEAD = re.compile(r"^\s*[A-Za-z_][\w.]*\s{2,}$")
 _LAUNCHER = r"\[(?:rank|default)(\d+)\]:|\[(\d+),(\d+)\]<std(?:out|err)>:"
-_PREFIX = re.compile(r"^[ \t]*(?:%s) ?" % _LAUNCHER)  # (indented with the rest of a pasted code block)
+# (indented with the rest of a pasted code block; and two launchers' prefixes on one line, torchrun's --tee under
+# accelerate or a job script: "[default0]:[rank0]: Traceback ...")
+_PREFIX = re.compile(r"^[ \t]*(?:(?:%s) ?)+" % _LAUNCHER)
 _LAUNCHER_WITHIN = re.compile(_LAUNCHER)
 # Words that open a window: every error line Python, torch, C++ aborts and loggers print carries one
 # ("RuntimeError", "CUDA error", "terminate called ... 'c10::Error'", "WARNING[XFORMERS]"). They all
