@@ -437,7 +437,11 @@ SIGNATURES = (
                                r"Could not find a version that satisfies the requirement (?i:torch)(vision|audio|[-_]directml)?(?![\w-]|\.\w)|"
                                # (uv naming torch itself, markers and version aside: "Because torch{platform_machine == ...}==2.11.0+cpu
                                # has no wheels ..."; not torch-xla, nor another package after "only torch<=2.5.1 is available and")
-                               r"\btorch(vision|audio)?(?![\w.-])(\{[^}\n]{0,200}\})?(==[\w.+]+)? has no wheels with a matching platform tag|"
+                               r"\btorch(vision|audio)?(?![\w.-])(\{[^}\n]{0,200}\})?(==[\w.+]+)? has no wheels with a matching "
+                               r"(platform|Python ABI|Python implementation) tag|"
+                               # (and uv's or pixi's resolver finding only older releases for this platform: "Because only
+                               # torch<=2.2.2 is available and you require torch>=2.7", Intel Macs' last torch being 2.2.2)
+                               r"Because only (?i:torch)(vision|audio)?(<=|==)[\w.+]+ is available and you require (?i:torch)(vision|audio)?\b|"
                                r"Distribution `torch(vision|audio)?(?![\w.-])[^`\n]{0,200}` can't be installed because it doesn't have a "
                                r"(source distribution or )?wheel for the current platform|"
                                # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build

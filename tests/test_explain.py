@@ -1884,6 +1884,16 @@ def test_what_the_third_round_of_reviews_of_stop_46_found() -> None:
     assert top(_traceback("ModuleNotFoundError: No module named 'sageattention._qattn_sm89'", SITE + "sageattention/core.py")) == \
         "extension-abi"
     assert top("ModuleNotFoundError: No module named 'sageattention'\n") == "none"
+    # uv's and pixi's resolvers finding no torch wheel for this Python or platform; vLLM 0.8+'s KV cache too small
+    assert top("  × No solution found when resolving dependencies:\n  ╰─▶ Because torch==2.5.1 has no wheels with a matching "
+               "Python ABI tag (e.g., `cp313t`), we can conclude that torch==2.5.1 cannot be used.\n") == "torch-install"
+    assert top("  × failed to solve the pypi requirements of 'default' 'osx-64'\n  ╰─▶ Because only torch<=2.2.2 is available "
+               "and you require torch>=2.7, we can conclude that your requirements are unsatisfiable.\n") == "torch-install"
+    assert top("Because only numpy<=1.26.4 is available and you require numpy>=2, we can conclude that your requirements are "
+               "unsatisfiable.\n") == "none"
+    assert top("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+               "needed, which is larger than the available KV cache memory (9.53 GiB). Based on the available memory, the "
+               "estimated maximum model length is 77968.\n") == "device-memory"
     # the terminal's near miss is a sentence; its pattern is --json's
     near = explained("RuntimeError: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 1800000 ms\n").near
     assert near and all("(?" not in n.why and "\\b" not in n.why for n in near) and any(n.needs for n in near)

@@ -199,7 +199,10 @@ SIGNATURES = (
     # (and when nothing at all is left for it: "No available memory for the cache blocks. Try increasing
     # `gpu_memory_utilization` when initializing the engine.")
     Signature("out-of-memory", r"is larger than the maximum number of tokens that can be stored in KV cache|"
-                               r"No available memory for the cache blocks",
+                               r"No available memory for the cache blocks|"
+                               # (vLLM 0.8+'s words: "... (16.00 GiB KV cache is needed, which is larger than the available KV
+                               # cache memory (9.53 GiB)")
+                               r"KV cache is needed, which is larger than the available KV cache memory",
               cause="the GPU memory left after the weights holds a KV cache shorter than the model's context",
               remedies=(Remedy("Lower `max_model_len` to what fits, raise `gpu_memory_utilization` (if nothing else uses the GPU), or "
                                "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),
