@@ -1894,6 +1894,13 @@ def test_what_the_third_round_of_reviews_of_stop_46_found() -> None:
     assert top("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
                "needed, which is larger than the available KV cache memory (9.53 GiB). Based on the available memory, the "
                "estimated maximum model length is 77968.\n") == "device-memory"
+    # a line glued longer than the reader keeps (progress bars, a log pasted without its newlines) keeps its end
+    glued = "100%|" + "#" * 5400 + "| 50/50 RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    assert top(glued) == "cuda-compat"
+    assert top("#" * 1000 + " RuntimeError: CUDA error: no kernel image is available for execution on the device " +
+               "#" * 6000 + "\n") == "cuda-compat"
+    # xformers' version lines retold without its warning's head
+    assert top("xFormers was built for: PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu118)\n") == "extension-abi"
     # the terminal's near miss is a sentence; its pattern is --json's
     near = explained("RuntimeError: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 1800000 ms\n").near
     assert near and all("(?" not in n.why and "\\b" not in n.why for n in near) and any(n.needs for n in near)

@@ -443,7 +443,10 @@ SIGNATURES = (
                                       # installed from source without building its extensions: "Need to compile C++
                                       # extensions to use all xFormers features")
                                       r"WARNING\[XFORMERS\]: xFormers can't load|"
-                                      r"WARNING\[XFORMERS\]: Need to compile C\+\+ extensions to use all xFormers features",
+                                      r"WARNING\[XFORMERS\]: Need to compile C\+\+ extensions to use all xFormers features|"
+                                      # (or its version lines retold without the warning's head: "xFormers was built for:
+                                      # PyTorch 2.1.0+cu121 with CUDA 1201 (you have 2.2.0+cu118)")
+                                      r"xFormers was built for:?\s*PyTorch [\w.+]+ with CUDA \d+ \(you have [\w.+]+\)",
               cause="xformers' compiled kernels do not load: built for another torch, CUDA or Python (or never built, from a "
                     "source install): its memory-efficient attention kernels are unavailable",
               remedies=(REINSTALL_EXTENSION,)),

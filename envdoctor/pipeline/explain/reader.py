@@ -284,6 +284,14 @@ def _json_line(line: str, in_list: bool) -> Optional[re.Match[str]]:
     return None
 
 
+def _clipped(text: str) -> str:
+    """A line longer than MAX_LINE keeps its head and its tail: what a glued line (progress bars, a log pasted without its
+    newlines) ends with is most often the error the run stopped on."""
+    if len(text) <= MAX_LINE:
+        return text
+    return text[:MAX_LINE // 2] + " ... " + text[-(MAX_LINE // 2):]
+
+
 def split_prefix(text: str) -> Tuple[str, str]:
     """(stream, text without the launcher's prefix)."""
     m = _PREFIX.match(text)
@@ -378,7 +386,7 @@ class LogScanner:
             self._before.append(self._log_line(first + i, lines[i]))
 
     def _log_line(self, number: int, text: str) -> LogLine:
-        stream, rest = split_prefix(text[:MAX_LINE])
+        stream, rest = split_prefix(_clipped(text))
         return LogLine(number, rest, stream)
 
     def _keep(self, lines: Iterable[LogLine]) -> None:
