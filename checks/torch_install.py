@@ -442,6 +442,11 @@ SIGNATURES = (
                                # (and uv's or pixi's resolver finding only older releases for this platform: "Because only
                                # torch<=2.2.2 is available and you require torch>=2.7", Intel Macs' last torch being 2.2.2)
                                r"Because only (?i:torch)(vision|audio)?(<=|==)[\w.+]+ is available and you require (?i:torch)(vision|audio)?\b|"
+                               # (conda's and pixi's solvers: libmamba's "pytorch ==1.13.1 * is not installable because it
+                               # requires python >=3.10,<3.11.0a0", resolvo's "No candidates were found for pytorch-cuda 12.1.*"
+                               # on osx-arm64)
+                               r"\bpytorch(-cuda)? ?==?[\w.*]+ ?\*? is not installable because it requires|"
+                               r"No candidates were found for (py)?torch(-cuda|vision|audio)?\b|"
                                r"Distribution `torch(vision|audio)?(?![\w.-])[^`\n]{0,200}` can't be installed because it doesn't have a "
                                r"(source distribution or )?wheel for the current platform|"
                                # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build
@@ -598,6 +603,12 @@ SIGNATURES = (
               cause="the installed torch predates the device type the code asks for (MPS arrived in torch 1.12, XPU in 2.4)",
               remedies=(Remedy("Upgrade torch to a release that has the device (`pip install -U torch`; for XPU, the "
                                "download.pytorch.org/whl/xpu index), in the interpreter that runs the script", id="torch-upgrade"),)),
+    # torch's own preload of the CUDA libraries its wheel depends on (torch/__init__.py _preload_cuda_deps: "ValueError:
+    # libcublas.so.*[0-9] not found in the system path [...]"): the nvidia-* packages of the wheel are missing or partial
+    Signature("torch-import-failed", r"lib(cublas|cudnn|nvrtc|cusparse|cufft|curand|cusolver|nccl|nvJitLink|cudart|cupti)\w*\.so"
+                                     r"\.\*\[0-9\] not found in the system path",
+              cause="torch's CUDA wheel is installed without the nvidia-* packages it loads at import (a partial install, or "
+                    "those packages removed by another install)", remedies=(REINSTALL_TORCH,)),
     # (not torch._six: torch 2.0 removed it, so code importing it is older than the torch, apex's or another library's)
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|version)'?",
               # torch imported from a checkout of its source (a folder pytorch/ holding torch/, outside site-packages): the

@@ -1904,3 +1904,32 @@ def test_what_the_third_round_of_reviews_of_stop_46_found() -> None:
     # the terminal's near miss is a sentence; its pattern is --json's
     near = explained("RuntimeError: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 1800000 ms\n").near
     assert near and all("(?" not in n.why and "\\b" not in n.why for n in near) and any(n.needs for n in near)
+
+
+def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
+    """Reviews of adapters and quantized bases in LLM fine-tuning, of memory in every form, and of torch's install across
+    operating systems: each was read wrongly before, and is read right now."""
+    # what any forward meets inside peft's layers for quantized bases is not the adapter's: out of memory, a Ctrl-C
+    bnb = SITE + "peft/tuners/lora/bnb.py"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB. GPU 0 has a total capacity of 14.75 GiB"
+    assert top(_traceback(oom, "/x/train.py", bnb)) == "device-memory"
+    assert top(_traceback("KeyboardInterrupt", "/x/train.py", bnb)) == "none"
+    assert top(_traceback("RuntimeError: Cannot merge LORA layers when the model is loaded in 8-bit mode", bnb)) == "dora-fp8"
+    # memory as other front-ends and runtimes say it; an allocation no GPU has is a shape bug
+    for said in ("RuntimeError: Not enough memory, use lower resolution (max approx. 1216x1216). Need: 0.5GB free, Have:0.3GB free",
+                 "RuntimeError: Native API failed. Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+                 "1.63 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+                 "Your session crashed after using all available RAM."):
+        assert top(said + "\n") == "device-memory", said
+    assert top("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3725.29 GiB. GPU 0 has a total capacity of "
+               "79.15 GiB of which 77.80 GiB is free.\n") == "none"
+    assert top("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 372.53 GiB. GPU 0 has a total capacity of "
+               "79.15 GiB\n") == "device-memory"
+    # torch's wheel without the nvidia-* packages it preloads; conda's and pixi's solvers without a pytorch for this machine
+    assert code_of(_traceback("ValueError: libcublas.so.*[0-9] not found in the system path ['/x', '/y']",
+                              SITE + "torch/__init__.py")) == ("torch-install", "torch-import-failed")
+    assert top("  └─ pytorch ==1.13.1 * is not installable because it requires\n     └─ python >=3.10,<3.11.0a0, which "
+               "conflicts with any installable versions previously reported.\n") == "torch-install"
+    assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for pytorch-cuda 12.1.*.\n") == "torch-install"
+    assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for gradio 6.1.*.\n") == "none"

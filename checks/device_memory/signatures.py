@@ -49,7 +49,7 @@ PROGRAM_GROWTH = (r"(?i)\bmemory leak|\bleak(s|ing)? (memory|GPU|VRAM)|\b(train|
 # An allocation no GPU could hold (over 10,000 GiB; "Tried to allocate more than 1EB memory", numpy's "Unable to allocate
 # 7.28 TiB for an array"): a size computed wrong (a negative or overflowed shape) or the failure after another one (NCCL's
 # maintainers on an OOM following a broadcast timeout, github.com/NVIDIA/nccl), never memory pressure
-IMPOSSIBLE_SIZE = r"(Tried|Unable) to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{5,}(\.\d+)? ?GiB)"
+IMPOSSIBLE_SIZE = r"(Tried|Unable) to allocate (more than 1EB|[\d.]+ ?[TPE]iB|\d{4,}(\.\d+)? ?GiB)"  # no GPU has 1,000 GiB
 
 # WinError 1455 (torch_install's PAGING_FILE: "the paging file is too small for this operation to complete", in the OS's
 # language): Windows has no virtual memory (commit) left to map a DLL, most often torch's CUDA DLLs (cudnn_*, cublas*)
@@ -103,6 +103,18 @@ SIGNATURES = (
     Signature("out-of-memory", r"(?<!except )(?<!\()(?<!, )\btorch\.(?:cuda\.)?OutOfMemoryError\b", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="torch's caching allocator ran out of GPU memory (torch.OutOfMemoryError, torch.cuda.OutOfMemoryError in "
                     "older releases)", remedies=EXPLAIN_REMEDIES),
+    # The same said by other front-ends and runtimes: stable-diffusion-webui's split attention ("Not enough memory, use lower
+    # resolution (max approx. 1216x1216). Need: 0.5GB free, Have:0.3GB free", modules/sd_hijack_optimizations.py), Intel's
+    # Unified Runtime under torch's XPU backend ("Native API returns: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"), the tail
+    # of torch's own message where the paste kept only it ("If reserved but unallocated memory is large try setting
+    # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"), and Colab's host RAM ("Your session crashed after using all
+    # available RAM.")
+    Signature("out-of-memory", r"Not enough memory, use lower resolution|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|"
+                               r"If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF|"
+                               r"Your session crashed after using all available RAM",
+              unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
+              cause="the device's (or the host's) memory ran out: the batch, resolution or model does not fit next to what is "
+                    "resident", remedies=EXPLAIN_REMEDIES),
     # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
     Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
                                r"(?i:cuda runtime error) ?\(2\) ?: ?out of memory", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),

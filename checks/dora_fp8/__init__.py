@@ -57,6 +57,10 @@ MERGE_UNQUANTIZED = Remedy("Merge the adapter into the original model loaded unq
 # (utils/integrations.py); or one line naming an adapter, a quantized or float8 base and a failure together ("the
 # official scaled fp8 weights still does not support lora", "Loading LoRA on quantized model (int8) - this may fail").
 _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eetq|hqq|torchao)|utils[/\\]+integrations)\.py"
+# Errors that pass through peft's layers for quantized bases without being theirs
+# ... the user's Ctrl-C ending the traceback whose frame line names those files
+_INTERRUPTED = r"^\s*KeyboardInterrupt\s*$"
+_NOT_THE_ADAPTERS = r"(?!(KeyboardInterrupt|SystemExit|[\w.]*OutOfMemoryError)\b)(?!.*?\bout of memory\b)"
 _CUDA_ECHO = (r"device-side assert|index out of (range|bounds)|an illegal memory access was encountered",)
 _ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
@@ -168,11 +172,14 @@ SIGNATURES = (
     # Read weakest (a message pattern that matches no characters ranks below every worded one): the structural readings
     # (not a CUDA error every QLoRA forward would carry through peft's bnb layer: a device-side assert, an index out of
     # bounds, an illegal memory access are the data's or the kernel's)
-    Signature("adapter-on-quantized-base", r"^", frames=(_QUANT_ADAPTER_PATHS,), frames_required=True, unless=_API_DRIFT + _CUDA_ECHO,
+    # (nor what any forward would meet there: the GPU's memory running out, the user's Ctrl-C)
+    Signature("adapter-on-quantized-base", r"^" + _NOT_THE_ADAPTERS, frames=(_QUANT_ADAPTER_PATHS,), frames_required=True,
+              unless=_API_DRIFT + _CUDA_ECHO,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # (a line naming those files, but not a warning they print on a run that goes on: "bnb.py:325: UserWarning: Merge lora
     # module to 4-bit linear may get different generations due to rounding errors")
-    Signature("adapter-on-quantized-base", r"^(?!.*?\b\w*Warning: )(?=.*?%s)" % _QUANT_ADAPTER_PATHS, unless=_API_DRIFT + _CUDA_ECHO,
+    Signature("adapter-on-quantized-base", r"^%s(?!.*?\b\w*Warning: )(?=.*?%s)" % (_NOT_THE_ADAPTERS, _QUANT_ADAPTER_PATHS),
+              unless=_API_DRIFT + _CUDA_ECHO + (_INTERRUPTED,),
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
               unless=_API_DRIFT + _NO_ADAPTER + _ARCH_NO_LORA, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
