@@ -1933,3 +1933,7 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
                "conflicts with any installable versions previously reported.\n") == "torch-install"
     assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for pytorch-cuda 12.1.*.\n") == "torch-install"
     assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for gradio 6.1.*.\n") == "none"
+    # an app's advice that memory may run out is no out of memory
+    assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
+               "may fallback to CPU or go Out of Memory.\n") == "none"
+    assert top("Computations went out of memory on the second image.\n") == "device-memory"

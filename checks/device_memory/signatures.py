@@ -146,6 +146,9 @@ SIGNATURES = (
                                # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
                                r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
                                r"(?<!not run )(?<!n't run )(?<!never run )(?<!never ran )"
+                               # (nor an app's advice that it may: Forge's "[Low VRAM Warning] ... Computations may fallback
+                               # to CPU or go Out of Memory.")
+                               r"(?<!\bor go )(?<!\bmay go )"
                                r"out of (GPU |CUDA |video )?mem(ory)?\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
