@@ -113,17 +113,14 @@ SIGNATURES = (
     # runtime/fp16/loss_scaler.py "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.";
     # fairseq's optim/dynamic_loss_scaler.py "Minimum loss scale reached (0.0001). Your loss is probably exploding"):
     # the gradients do not fit fp16's range, a model trained in bf16 or a learning rate too high for fp16
+    # (and the scaler stuck at its floor before it gives up, step after step: DeepSpeed's "[deepspeed] OVERFLOW! Rank 0
+    # Skipping step. Attempted loss scale: 1, reducing to 1"; apex amp's "Gradient overflow.  Skipping step, loss scaler 0
+    # reducing loss scale to 0.0" or to an ever smaller scale; a skipped step at a higher scale is fp16's normal search)
     Signature("fp16-overflow", r"Current loss scale already at minimum - cannot decrease scale anymore|"
-                               r"Minimum loss scale reached \([\d.e-]+\)",
-              cause="fp16 mixed precision overflowed at every loss scale: the gradients do not fit fp16's range (a model "
-                    "trained in bf16, or a learning rate too high for fp16)",
-              remedies=(BF16_NOT_FP16, FP16_LOWER_LR)),
-    # ... and the loss scaler stuck at its floor before it gives up, step after step (DeepSpeed's "[deepspeed] OVERFLOW! Rank
-    # 0 Skipping step. Attempted loss scale: 1, reducing to 1"; apex amp's "Gradient overflow.  Skipping step, loss scaler 0
-    # reducing loss scale to 0.0" or to an ever smaller scale): a skipped step at a higher scale is fp16's normal search
-    Signature("fp16-overflow", r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?\b|"
+                               r"Minimum loss scale reached \([\d.e-]+\)|"
+                               r"Attempted loss scale: 1(\.0)?, reducing to 1(\.0)?\b|"
                                r"reducing loss scale to (0\.0|[\d.]+e-(0[5-9]|[1-9]\d))\b",
-              cause="fp16 mixed precision overflows at every loss scale: the gradients do not fit fp16's range (a model "
+              cause="fp16 mixed precision overflowed at every loss scale: the gradients do not fit fp16's range (a model "
                     "trained in bf16, or a learning rate too high for fp16)",
               remedies=(BF16_NOT_FP16, FP16_LOWER_LR)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
