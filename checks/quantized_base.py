@@ -191,6 +191,10 @@ SIGNATURES = (
               unless=CUDA_OR_OVERRIDE_FIRST,
               cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
+    # ... or where its loader cannot open a library its own needs (the CUDA runtime it was built for under a torch of
+    # another CUDA or a ROCm torch: "OSError: libcudart.so.12: cannot open shared object file", raised in cextension.py)
+    Signature("quantized-fails", r"lib\w+\.so[.\d]*: cannot open shared object file", frames=(r"bitsandbytes/",),
+              frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY, remedies=EXPLAIN_REMEDIES),
     # ... and its warnings at import, which a run that never quantizes goes on past (an unrelated error after them is
     # that error's): read only where the run stopped on them
     Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA_SETUP: WARNING! libcudart\.so not found|"

@@ -381,7 +381,9 @@ SIGNATURES = (
               # (nor onnxruntime's CUDA provider failing on the cuDNN it needs: "Failed to load library
               # libonnxruntime_providers_cuda.so with error: libcudnn.so.9: cannot open shared object file"; onnxruntime's
               # install, as its threads settle it)
-              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER),
+              # (nor bitsandbytes' loader looking for the CUDA runtime its library was built for, under a torch of another
+              # CUDA or a ROCm torch: "libcudart.so.12: cannot open shared object file" raised in bitsandbytes/cextension.py)
+              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER, r"bitsandbytes[\\/]+cextension\.py"),
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
@@ -593,7 +595,9 @@ SIGNATURES = (
               remedies=(NOT_NVIDIA_DEVICE,)),
     # Intel GPUs: torch's XPU build asked of a CPU-only one (torch/xpu/__init__.py _lazy_init: "Torch not compiled with XPU
     # enabled"); PyPI's default wheel has no XPU, download.pytorch.org/whl/xpu has
-    Signature("cpu-only-torch", r"(?i)Torch not compiled with XPU enabled|%s" % unavailable("xpu"),
+    # (and the device parser's words for the same build: "PyTorch is not linked with support for xpu devices")
+    Signature("cpu-only-torch", r"(?i)Torch not compiled with XPU enabled|PyTorch is not linked with support for xpu devices|%s"
+              % unavailable("xpu"),
               cause="a torch without Intel GPU (XPU) support was asked to use the XPU (or says it has none)",
               remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
                                "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),

@@ -1933,6 +1933,14 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
                "conflicts with any installable versions previously reported.\n") == "torch-install"
     assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for pytorch-cuda 12.1.*.\n") == "torch-install"
     assert top("  ╰─▶ Cannot solve the request because of: No candidates were found for gradio 6.1.*.\n") == "none"
+    # ROCm's MIOpen failing a convolution; a torch without XPU, as the device parser says it; bitsandbytes' loader looking
+    # for the CUDA runtime its library was built for is bitsandbytes', not torch's install
+    assert code_of("MIOpen(HIP): Error [Compile] 'hiprtcCompileProgram(...)' naive_conv.cpp: HIPRTC_ERROR_COMPILATION (6)\n"
+                   "RuntimeError: miopenStatusUnknownError\n") == ("cublas", "cudnn-failed")
+    assert code_of("RuntimeError: PyTorch is not linked with support for xpu devices\n") == ("torch-install", "cpu-only-torch")
+    cudart = "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
+    assert top(_traceback(cudart, SITE + "bitsandbytes/cextension.py")) == "quantized-base"
+    assert top(_traceback(cudart, SITE + "torch/__init__.py")) == "torch-install"
     # an app's advice that memory may run out is no out of memory
     assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
                "may fallback to CPU or go Out of Memory.\n") == "none"

@@ -84,6 +84,16 @@ SIGNATURES = (
     Signature("cudnn-failed", r"(GET|FIND) was unable to find an engine to execute this computation",
               cause="cuDNN found no engine for this convolution: a cuDNN other than torch's own was loaded (LD_LIBRARY_PATH, a "
                     "system cuDNN), or too little GPU memory for any engine's workspace", remedies=EXPLAIN_REMEDIES[1:] + EXPLAIN_REMEDIES[:1]),
+    # MIOpen, cuDNN's counterpart in torch's ROCm builds, failing to compile or find a kernel for a convolution
+    # ("RuntimeError: miopenStatusUnknownError" after "MIOpen(HIP): Error [Compile] ... HIPRTC_ERROR_COMPILATION"; "MIOpen
+    # Error: .../convolutionocl.cpp:275: No suitable algorithm was found to execute the required convolution")
+    Signature("cudnn-failed", r"\bmiopenStatus(?!Success\b)\w+|MIOpen Error: [^\n]*No suitable algorithm was found",
+              unless=(AFTER_ASSERT,),
+              cause="MIOpen (ROCm's cuDNN) could not compile or find a kernel for this operation on this GPU: a ROCm or MIOpen "
+                    "release that does not cover the GPU's architecture, or its kernel cache out of step",
+              remedies=(Remedy("Install the torch ROCm build for this GPU and ROCm release, clear MIOpen's kernel cache "
+                               "(~/.config/miopen, ~/.cache/miopen), or turn cuDNN/MIOpen off for the run "
+                               "(`torch.backends.cudnn.enabled = False`)", id="miopen-for-gpu"),)),
     # cuDNN's frontend (torch 2.5+'s cuDNN attention and convolutions) refusing the graph: "RuntimeError: cuDNN Frontend error:
     # [cudnn_frontend] Error: No execution plans support the graph." (the cuDNN SDPA backend on a GPU or cuDNN it has no plan
     # for; turning that backend off, `torch.backends.cuda.enable_cudnn_sdp(False)`, or another torch release avoids it)
