@@ -22,6 +22,9 @@ FOLDER = FIXTURES / "measurements" / "h200-failures"
 CASES: List[Dict[str, Any]] = json.loads((FOLDER / "cases.json").read_text(encoding="utf-8"))
 CHECKS = [c.check for c in load_checks(plugins=False)[0]]
 PROBE_DECIDED = ("gradscaler-bf16-weights",)
+# Readings the GPU's own probes refuted there, which later rules no longer offer: bitsandbytes' loader missing the CUDA
+# runtime its library was built for is bitsandbytes', not torch's install (torch imported and ran on the H200; stop 46)
+DROPPED_SINCE: Dict[str, List[Tuple[str, str]]] = {"bnb-cuda126-library-on-cuda-13-torch": [("torch-install", "torch-import-failed")]}
 
 
 def matched(name: str) -> Matching:
@@ -62,8 +65,11 @@ def test_what_the_gpu_printed_is_read_as_its_cause(case: Dict[str, Any]) -> None
         assert case["expect"] in [d.check for d in diagnoses]
     else:
         assert (diagnoses[0].check if diagnoses else "none") == case["expect"]
-    # the live explanation was recorded with these rules: the same readings, in the order the GPU's probes left them
-    assert sorted(readings(diagnoses)) == sorted(readings(recorded(case["name"])))
+    # the live explanation was recorded with these rules: the same readings, in the order the GPU's probes left them (but
+    # those its probes refuted and later rules dropped)
+    dropped = DROPPED_SINCE.get(case["name"], [])
+    assert all(verdicts(case["name"])[reading] is False for reading in dropped)
+    assert sorted(readings(diagnoses)) == sorted(r for r in readings(recorded(case["name"])) if r not in dropped)
     live = recorded(case["name"])
     assert (live[0]["check"] if live else "none") == case["expect"]
 
