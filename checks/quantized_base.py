@@ -195,6 +195,10 @@ SIGNATURES = (
     # another CUDA or a ROCm torch: "OSError: libcudart.so.12: cannot open shared object file", raised in cextension.py)
     Signature("quantized-fails", r"lib\w+\.so[.\d]*: cannot open shared object file", frames=(r"bitsandbytes/",),
               frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY, remedies=EXPLAIN_REMEDIES),
+    # (and on Windows: "FileNotFoundError: Could not find module '...\\bitsandbytes\\libbitsandbytes_cuda118.dll' (or one of
+    # its dependencies)", a wheel whose DLL or the CUDA DLLs it needs are missing)
+    Signature("quantized-fails", r"Could not find module '[^'\n]*bitsandbytes[\\/]+libbitsandbytes\w*\.dll'",
+              unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY, remedies=EXPLAIN_REMEDIES),
     # ... and its warnings at import, which a run that never quantizes goes on past (an unrelated error after them is
     # that error's): read only where the run stopped on them
     Signature("quantized-fails", r"bitsandbytes was compiled without GPU support|CUDA_SETUP: WARNING! libcudart\.so not found|"
@@ -207,13 +211,12 @@ SIGNATURES = (
     # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)
     # (an empty match, keyed on the setup's path alone: not a near miss of every other error a log has)
     Signature("quantized-fails", r"(?=\b\w+Error\b)", frames=(r"bitsandbytes/cuda_setup/",),
-              # (not its warnings of a setup that went on to load its library: "The following directories listed in your
-              # path were found to be non-existent", printed by most working installs of 0.38-0.41, nor its search going
-              # on past a path without libcudart: "... did not contain ['libcudart.so', ...] as expected! Searching
-              # further paths...")
-              context=(r"bitsandbytes/cuda_setup/(?!\w+\.py:\d+: \w*Warning)|bitsandbytes/cuda_setup/\w+\.py:\d+: \w*Warning: "
-                       r"(?!WARNING: The following directories listed in your path were found to be non-existent)"
-                       r"(?![^\n]*did not contain \[[^\n]*\] as expected! Searching further paths)",),
+              # (not its warnings, which a setup that went on to load its library prints too: "Welcome to bitsandbytes",
+              # "The following directories listed in your path were found to be non-existent", "... did not contain
+              # ['libcudart.so', ...] as expected! Searching further paths...", "Found duplicate ... We'll flip a coin",
+              # "Compute capability < 7.5 detected! Only slow 8-bit matmul is supported"; its frames and its own lines
+              # still count)
+              context=(r"bitsandbytes[\\/]+cuda_setup[\\/]+(?!\w+\.py:\d+: \w*Warning)",),
               context_required=True,
               cause="bitsandbytes' CUDA setup failed on this machine (its GPU library, CUDA or GPU not found or not supported "
                     "by that release)",

@@ -1941,6 +1941,17 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
     cudart = "OSError: libcudart.so.12: cannot open shared object file: No such file or directory"
     assert top(_traceback(cudart, SITE + "bitsandbytes/cextension.py")) == "quantized-base"
     assert top(_traceback(cudart, SITE + "torch/__init__.py")) == "torch-install"
+    # bitsandbytes' warnings at set-up are no failure of it; its set-up failing on Windows is, backslashes and all
+    welcome = (SITE + "bitsandbytes/cuda_setup/main.py:166: UserWarning: Welcome to bitsandbytes. For bug reports, please run\n"
+               "  warn(msg)\nCUDA SETUP: Loading binary " + SITE + "bitsandbytes/libbitsandbytes_cuda118.so...\n")
+    assert top(welcome + _traceback("KeyError: 'train'", SITE + "datasets/dataset_dict.py")) == "none"
+    win = ('  File "D:\\venv\\lib\\site-packages\\bitsandbytes\\cuda_setup\\main.py", line 392, in load_library\n'
+           "    self.lib = ct.cdll.LoadLibrary(binary_path)\nOSError: [WinError 193] %1 is not a valid Win32 application\n")
+    assert top(_traceback("ImportError: x", SITE + "peft/tuners/lora/bnb.py").replace("ImportError: x\n", "") + win) == \
+        "quantized-base"
+    assert top("FileNotFoundError: Could not find module 'C:\\tgw\\env\\lib\\site-packages\\bitsandbytes\\"
+               "libbitsandbytes_cuda118.dll' (or one of its dependencies). Try using the full path with constructor syntax.\n") == \
+        "quantized-base"
     # an app's advice that memory may run out is no out of memory
     assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
                "may fallback to CPU or go Out of Memory.\n") == "none"
