@@ -1952,6 +1952,10 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
     assert top("FileNotFoundError: Could not find module 'C:\\tgw\\env\\lib\\site-packages\\bitsandbytes\\"
                "libbitsandbytes_cuda118.dll' (or one of its dependencies). Try using the full path with constructor syntax.\n") == \
         "quantized-base"
+    # zope.interface refusing Twisted's Python 2 interfaces is not apex's impostor
+    advice = "TypeError: Class advice impossible in Python3.  Use the @implementer class decorator instead."
+    assert top(_traceback(advice, SITE + "twisted/internet/_threadedselect.py", SITE + "zope/interface/declarations.py")) == "none"
+    assert top(_traceback(advice, SITE + "apex/interfaces.py", SITE + "zope/interface/declarations.py")) == "apex"
     # an app's advice that memory may run out is no out of memory
     assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
                "may fallback to CPU or go Out of Memory.\n") == "none"

@@ -77,7 +77,10 @@ SIGNATURES = (
               remedies=(REBUILD,)),
     # the impostor's apex/interfaces.py calls zope.interface's Python 2 `implements(IApex)`, which Python 3 refuses
     # ("Class advice impossible in Python3. Use the @implementer class decorator instead."; github.com/NVIDIA/apex/issues/116)
+    # (not Twisted's own Python 2 interfaces, which zope.interface refuses the same way: "twisted/internet/_threadedselect.py
+    # ... implements(IReactorFDSet)")
     Signature("apex-impostor", r"Class advice impossible in Python ?3", frames=(r"apex/interfaces\.py",),
+              unless=(r"(site|dist)-packages[\\/]+twisted[\\/]",),
               cause="the PyPI package named apex (a Pyramid web toolkit for Python 2) is installed instead of NVIDIA apex",
               remedies=(UNINSTALL_IMPOSTOR,)),
     # A library's own guard when it cannot import apex's fused kernels (ColossalAI's "Please install apex from source
