@@ -1956,6 +1956,9 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
     advice = "TypeError: Class advice impossible in Python3.  Use the @implementer class decorator instead."
     assert top(_traceback(advice, SITE + "twisted/internet/_threadedselect.py", SITE + "zope/interface/declarations.py")) == "none"
     assert top(_traceback(advice, SITE + "apex/interfaces.py", SITE + "zope/interface/declarations.py")) == "apex"
+    # the container toolkit retelling NVML's driver/library mismatch in lowercase
+    assert code_of("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.\n") == (
+        "cuda-compat", "driver-library-mismatch")
     # an app's advice that memory may run out is no out of memory
     assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
                "may fallback to CPU or go Out of Memory.\n") == "none"

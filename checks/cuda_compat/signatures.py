@@ -339,7 +339,9 @@ SIGNATURES = (
                     "with the host's driver",
               remedies=(Remedy("Update the host's NVIDIA driver and the GPU layer the process runs under together (Docker Desktop "
                                "or the NVIDIA container toolkit, WSL), then restart them", id="update-gpu-passthrough"),)),
-    Signature("driver-library-mismatch", r"Driver/library version mismatch|system has unsupported display driver / cuda driver combination|"
+    # (as NVML says it, and as the container toolkit retells it in lowercase: "nvidia-container-cli: initialization error: nvml
+    # error: driver/library version mismatch: unknown")
+    Signature("driver-library-mismatch", r"(?i:Driver/library version mismatch)|system has unsupported display driver / cuda driver combination|"
                                          r"%s" % _runtime_error(803, "cudaErrorSystemDriverMismatch"),
               cause="the NVIDIA kernel module and user-space library differ, usually until a reboot after a driver update",
               remedies=(REBOOT,)),
