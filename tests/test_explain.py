@@ -1956,6 +1956,9 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
     advice = "TypeError: Class advice impossible in Python3.  Use the @implementer class decorator instead."
     assert top(_traceback(advice, SITE + "twisted/internet/_threadedselect.py", SITE + "zope/interface/declarations.py")) == "none"
     assert top(_traceback(advice, SITE + "apex/interfaces.py", SITE + "zope/interface/declarations.py")) == "apex"
+    # Ray's out-of-memory killer names the class its own way: still out of memory
+    assert top("ray.exceptions.RayTaskError(OutOfMemoryError): ray::_Inner.train() (pid=20931)\n"
+               "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n") == "device-memory"
     # the container toolkit retelling NVML's driver/library mismatch in lowercase
     assert code_of("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown.\n") == (
         "cuda-compat", "driver-library-mismatch")

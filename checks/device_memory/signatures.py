@@ -141,8 +141,9 @@ SIGNATURES = (
                                # torch.cuda.OutOfMemoryError:", "isinstance(e, torch.OutOfMemoryError)")
                                # (nor the class's name missing from an older torch: "module 'torch.cuda' has no attribute
                                # 'OutOfMemoryError'", code written for torch 1.13+)
-                               r"(?<!has no attribute ')(?<!cannot import name ')(?<!except )(?<!\()(?<!, )"
-                               r"(\btorch\.(cuda\.)?|(?<![.\w]))OutOfMemoryError\b|"
+                               # (but Ray's own, "ray.exceptions.RayTaskError(OutOfMemoryError)", a node out of host memory)
+                               r"(?<!has no attribute ')(?<!cannot import name ')(?<!except )"
+                               r"((?<!\()(?<!, )\btorch\.(cuda\.)?|\bray\.exceptions\.|(?<![.\w]))OutOfMemoryError\b|"
                                # (not where it is denied, "not an out of memory problem", nor Node.js's own heap)
                                r"(?i:(?<![a-z])(?<!if you are running )(?<!if you're running )(?<!not an )(?<!not )(?<!heap )"
                                r"(?<!not run )(?<!n't run )(?<!never run )(?<!never ran )"
