@@ -28,6 +28,7 @@ from __future__ import annotations
 import codecs
 import html
 import json
+import math
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ _LAUNCHER = r"\[(?:rank|default)(\d+)\]:|\[(\d+),(\d+)\]<std(?:out|err)>:"
 # accelerate or a job script: "[default0]:[rank0]: Traceback ...")
 _PREFIX = re.compile(r"^[ \t]*(?:(?:%s) ?)+" % _LAUNCHER)
 _LAUNCHER_WITHIN = re.compile(_LAUNCHER)
+_PREFIX_STARTS = ("[", " ", "\t")  # what a line with a launcher's prefix starts with (the regex need not run on others)
 # Words that open a window: every error line Python, torch, C++ aborts and loggers print carries one
 # ("RuntimeError", "CUDA error", "terminate called ... 'c10::Error'", "WARNING[XFORMERS]"). They all
 # start with a capital, so the regex engine skips the lowercase text of a progress bar at C speed.
@@ -188,6 +190,8 @@ def _column(text: str, before: Optional[re.Pattern[str]]) -> Optional[re.Pattern
     sample = [line for line in text.split("\n", COLUMN_SAMPLE * 2)[:COLUMN_SAMPLE * 2] if line.strip()][:COLUMN_SAMPLE]
     if len(sample) < 3:
         return before
+    if before is not None and _carries(before, sample):  # the column goes on (a log's lines keep their logger's shape)
+        return before
     for at, first in enumerate(sample[:3]):  # (a question or a title the user wrote before the log)
         rest = sample[at:]
         if len(rest) < 3:
@@ -197,9 +201,20 @@ def _column(text: str, before: Optional[re.Pattern[str]]) -> Optional[re.Pattern
             start = first[:end]
             if _DIGIT.search(start) and not _CONTENT.search(start):
                 shape = _digits_aside(start)
-                if sum(1 for line in rest if shape.match(line)) >= 0.9 * len(rest):
+                if _carries(shape, rest):
                     return re.compile("^" + shape.pattern, re.MULTILINE)
     return None
+
+
+def _carries(shape: re.Pattern[str], lines: List[str]) -> bool:
+    """Nine in ten of the lines start with the shape (counted only until a tenth has not)."""
+    allowed = len(lines) - math.ceil(0.9 * len(lines))
+    for line in lines:
+        if not shape.match(line):
+            allowed -= 1
+            if allowed < 0:
+                return False
+    return True
 
 
 def _digits_aside(start: str) -> re.Pattern[str]:
@@ -312,7 +327,8 @@ class LogScanner:
         self._decoder: Optional[codecs.IncrementalDecoder] = None
         self._head = b""
         self._pending = ""  # text after the last newline, waiting for its end
-        self._before: Deque[LogLine] = deque(maxlen=BEFORE)
+        # (the lines as read, made LogLines only if a window keeps them: most are dropped unseen)
+        self._before: Deque[Tuple[int, str]] = deque(maxlen=BEFORE)
         self._kept: Deque[LogLine] = deque(maxlen=MAX_KEPT)
         self._context: Deque[LogLine] = deque(maxlen=MAX_CONTEXT)
         self._keep_until = 0  # line number through which lines are kept
@@ -370,7 +386,7 @@ class LogScanner:
         for i in _hit_lines(ERROR_WORDS, text):
             self._pass(lines, first, done, i)
             if self._keep_until < first + i:  # a new window: the lines that led to it first
-                self._keep(self._before)
+                self._keep(self._log_line(number, text) for number, text in self._before)
                 self._before.clear()
             self._keep((self._log_line(first + i, lines[i]),))
             self._keep_until = first + i + AFTER
@@ -383,10 +399,10 @@ class LogScanner:
         open_end = min(end, max(start, self._keep_until - first + 1))
         self._keep(self._log_line(first + i, lines[i]) for i in range(start, open_end))
         for i in range(max(open_end, end - BEFORE), end):
-            self._before.append(self._log_line(first + i, lines[i]))
+            self._before.append((first + i, lines[i]))
 
     def _log_line(self, number: int, text: str) -> LogLine:
-        stream, rest = split_prefix(_clipped(text))
+        stream, rest = split_prefix(_clipped(text)) if text[:1] in _PREFIX_STARTS else ("", _clipped(text))
         return LogLine(number, rest, stream)
 
     def _keep(self, lines: Iterable[LogLine]) -> None:
@@ -413,7 +429,7 @@ class LogScanner:
         # The log's last lines are kept even without an error word: where a run ends is where it failed
         # (a message pasted alone, a launcher's last words).
         last = self._kept[-1].number if self._kept else 0
-        self._keep(line for line in self._before if line.number > last)
+        self._keep(self._log_line(number, text) for number, text in self._before if number > last)
         return LogExcerpt(
             lines=list(self._kept),
             context=self._first_context + list(self._context),
