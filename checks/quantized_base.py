@@ -186,15 +186,12 @@ SIGNATURES = (
               cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
     # ... and where it went on without its native library: its functions on `lib`, None (any of them: "'NoneType' object
-    # has no attribute 'cquantize_blockwise_fp16_nf4'", raised in bitsandbytes/functional.py)
-    Signature("quantized-fails", r"'NoneType' object has no attribute 'c[a-z]\w+'", frames=(r"bitsandbytes/",), frames_required=True,
-              unless=CUDA_OR_OVERRIDE_FIRST,
-              cause=NO_GPU_LIBRARY,
+    # has no attribute 'cquantize_blockwise_fp16_nf4'", raised in bitsandbytes/functional.py); or where its loader cannot
+    # open a library its own needs (the CUDA runtime it was built for under a torch of another CUDA or a ROCm torch:
+    # "OSError: libcudart.so.12: cannot open shared object file", raised in cextension.py)
+    Signature("quantized-fails", r"'NoneType' object has no attribute 'c[a-z]\w+'|lib\w+\.so[.\d]*: cannot open shared object file",
+              frames=(r"bitsandbytes/",), frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
-    # ... or where its loader cannot open a library its own needs (the CUDA runtime it was built for under a torch of
-    # another CUDA or a ROCm torch: "OSError: libcudart.so.12: cannot open shared object file", raised in cextension.py)
-    Signature("quantized-fails", r"lib\w+\.so[.\d]*: cannot open shared object file", frames=(r"bitsandbytes/",),
-              frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY, remedies=EXPLAIN_REMEDIES),
     # (and on Windows: "FileNotFoundError: Could not find module '...\\bitsandbytes\\libbitsandbytes_cuda118.dll' (or one of
     # its dependencies)", a wheel whose DLL or the CUDA DLLs it needs are missing)
     Signature("quantized-fails", r"Could not find module '[^'\n]*bitsandbytes[\\/]+libbitsandbytes\w*\.dll'",

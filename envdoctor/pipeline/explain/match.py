@@ -294,7 +294,7 @@ def _first_rank_failure(read: Sequence[Tuple[RaisedError, List[_Hit]]]) -> Optio
     """A multi-rank log's first Python error, where it is a rank's own (its code's KeyError, its out of memory), not the
     job's collectives failing: the ranks that fail after it in the collectives (a peer gone, a timeout) only follow it,
     so their words are no cause of their own (`Signature.across_ranks`); its own reading, if any, stands."""
-    for error, found in sorted(read, key=lambda pair: pair[0].line):
+    for error, found in read:  # (in the log's order, as raised_errors and the loose lines give them)
         if not error.stream or error.shape != "traceback":
             continue
         if any(h.signature.across_ranks for h in found) or _COLLECTIVE_WORDS.search(error.text):

@@ -309,6 +309,8 @@ def _clipped(text: str) -> str:
 
 def split_prefix(text: str) -> Tuple[str, str]:
     """(stream, text without the launcher's prefix)."""
+    if text[:1] not in _PREFIX_STARTS:
+        return "", text
     m = _PREFIX.match(text)
     if not m:
         return "", text
@@ -402,7 +404,7 @@ class LogScanner:
             self._before.append((first + i, lines[i]))
 
     def _log_line(self, number: int, text: str) -> LogLine:
-        stream, rest = split_prefix(_clipped(text)) if text[:1] in _PREFIX_STARTS else ("", _clipped(text))
+        stream, rest = split_prefix(_clipped(text))
         return LogLine(number, rest, stream)
 
     def _keep(self, lines: Iterable[LogLine]) -> None:
