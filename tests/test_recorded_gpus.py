@@ -23,7 +23,7 @@ CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
              "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json", "h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json",
              "h200-bnb-cuda-version-132.json", "h200-bnb-cuda-version-126.json", "h200-bnb-cuda-version-139.json",
-             "h200-torch-2.11.0-cu130-fft.json"]
+             "h200-torch-2.11.0-cu130-fft.json", "h200-torch-2.11.0-cu130-companions-deferred.json"]
 HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
@@ -52,6 +52,22 @@ def test_the_whole_stack_is_healthy_on_a_hopper_gpu(name: str) -> None:
     # every check ran, none skipped; `distributed` came after the H200's recording
     assert set(checks) == set(CHECKS) - ({"distributed"} if name.startswith("h200") else set())
     assert all(c["status"] == "ok" for c in checks.values())
+
+
+def test_on_a_real_gpu_stack_the_paired_torchvision_is_loaded_alone_and_bitsandbytes_imports_with_compile_deferred() -> None:
+    """The same H200 stack before (every companion imported in full) and after: the findings are the same, and
+    the facts say how each companion was looked at. Their cost is in tests/fixtures/measurements/
+    h200-check-times-stop47.txt (benchmarks, not asserted here)."""
+    before, after = checks_of("h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json"), checks_of("h200-torch-2.11.0-cu130-companions-deferred.json")
+    assert {i: codes(c["findings"]) for i, c in before.items()} == {i: codes(c["findings"]) for i, c in after.items()}
+    assert all(c["status"] in ("ok", "skipped") for c in after.values())
+    ops = {o["package"]: o for o in after["extension-abi"]["facts"]["ops"]}
+    assert [o["op"] for o in before["extension-abi"]["facts"]["ops"]] == ["import torchvision", "import torchaudio", "import bitsandbytes"]
+    assert [o["op"] for o in after["extension-abi"]["facts"]["ops"]] == ["load torchvision._C", "import torchaudio", "import bitsandbytes"]
+    assert ops["torchvision"]["ok"] and ops["torchvision"]["operator"] == "torchvision::nms"  # an operator its _C registers, looked up
+    # bitsandbytes' import wraps ops in torch.compile; on the GPU four such calls were deferred, every one in its own fallback
+    assert ops["bitsandbytes"]["ok"] and ops["bitsandbytes"]["compile_deferred"] == {"calls": 4, "unguarded": 0}
+    assert after["extension-abi"]["findings"] == []
 
 
 def test_a_hopper_under_a_torch_built_with_cuda_11_7_has_no_cufft_and_the_traceback_is_confirmed_by_it() -> None:
