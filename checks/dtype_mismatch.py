@@ -139,10 +139,19 @@ _SIGNATURES = (
     Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
                     "input in another)", remedies=REMEDIES),
+    # torch.lerp_ (an EMA's update: its weights in bf16 under DeepSpeed, the EMA copy in fp32) checks its operands itself:
+    # "expected dtype float for `end` but got dtype c10::BFloat16" (aten/src/ATen/native/Lerp.cpp)
+    Signature("mixes-rejected", r"expected dtype %s" % (_TWO % r" for `?\w+`? but got dtype "),
+              cause="two tensors of different float dtypes met in one operation (torch.lerp's operands: an EMA copy kept in "
+                    "one dtype, the model's weights in another)", remedies=REMEDIES),
     # torch 1.0-1.5's wording ("Expected object of scalar type Float but got scalar type Half for argument #2 'mat2'") and
     # torch 0.4's for a sequence argument ("Expected a Tensor of type torch.cuda.HalfTensor but found a type
     # torch.cuda.FloatTensor for sequence element 926": torch.cat of fp16 and fp32 gradients)
     Signature("mixes-rejected", r"Expected object of scalar type %s" % (_TWO % " but got scalar type "),
+              cause="two tensors of different float dtypes met in one operation (an older torch's wording)", remedies=REMEDIES),
+    # (torch 0.4-1.0's for an argument: "Expected object of type torch.cuda.FloatTensor but found type torch.cuda.HalfTensor
+    # for argument #2 'weight'", an fp16 model fed fp32 input)
+    Signature("mixes-rejected", r"Expected object of type %s" % (_TWO % " but found type "),
               cause="two tensors of different float dtypes met in one operation (an older torch's wording)", remedies=REMEDIES),
     Signature("mixes-rejected", r"Expected a Tensor of type %s" % (_TWO % " but found a type "),
               cause="tensors of different float dtypes in one sequence argument (torch.cat of fp16 and fp32; torch 0.4)",

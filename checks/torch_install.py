@@ -309,8 +309,11 @@ ONNXRUNTIME_PROVIDER = r"onnxruntime_providers_(cuda|tensorrt)|TryGetProviderInf
 # module's need, not torch's
 PACKAGE_C_LOGGED = r"Failed to import from (?!torch\b)[\w.]+\._C with ImportError"
 # TensorFlow's loader saying which CUDA library it could not open, a warning it goes on after ("dso_loader.cc:64] Could not
-# load dynamic library 'libcudart.so.11.0'; dlerror: ..."): TensorFlow's, in an environment that also has torch
-TENSORFLOW_LOADER = r"dso_loader\.cc:\d+\]|Ignore above cudart dlerror"
+# load dynamic library 'libcudart.so.11.0'; dlerror: ..."): TensorFlow's, in an environment that also has torch; and
+# another framework's own runtime failing to load ("Failed to load the native TensorFlow runtime" after pywrap_tensorflow's
+# "libcudart.so.10.0: cannot open shared object file", jaxlib's): no torch and no torch extension, not this tool's to probe
+TENSORFLOW_LOADER = (r"dso_loader\.cc:\d+\]|Ignore above cudart dlerror|native TensorFlow runtime|"
+                     r"[/\\]tensorflow[/\\]python[/\\]pywrap_tensorflow|[/\\]jaxlib[/\\]")
 SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes wheels for (native arm64 on Apple silicon), and "
                           "let pip pick the wheel (`python -m pip install torch`) instead of a downloaded file or a pinned "
                           "+cuXXX build on a Mac", id="supported-python")
@@ -579,6 +582,12 @@ SIGNATURES = (
     # torch.cuda.is_available())` -> "2.4.1+cpu None False")
     # (only where the paste stops there: a CPU-only CI box prints it on the way to an unrelated failure)
     Signature("cpu-only-torch", r"\b\d+\.\d+(\.\d+)?\+cpu\b[^\n]{0,40}\bFalse\b", unless=(_NOT_NVIDIA,), last_only=True,
+              cause=CPU_BUILD_INSTALLED,
+              confirmed_by=("cuda-compat:cpu-only-torch",),
+              remedies=(TORCH_CUDA_WHEEL,)),
+    # (and said in words, by a program's own check or by the user: "You may be using the CPU version of PyTorch, please
+    # reinstall PyTorch with CUDA" (RWKV-Runner), "I have the CPU-only build of torch")
+    Signature("cpu-only-torch", r"(?i:\bCPU[- ](only )?(version|build|wheel) of (py)?torch\b)", unless=(_NOT_NVIDIA,),
               cause=CPU_BUILD_INSTALLED,
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),

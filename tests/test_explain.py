@@ -1966,3 +1966,62 @@ def test_what_the_fourth_round_of_reviews_of_stop_46_found() -> None:
     assert top("[Low VRAM Warning] This means you will have 0% GPU memory (0.00 MB) to do matrix computation. Computations "
                "may fallback to CPU or go Out of Memory.\n") == "none"
     assert top("Computations went out of memory on the second image.\n") == "device-memory"
+
+
+def test_what_batch_73_and_the_reviews_of_stop_47_found() -> None:
+    """Batch 73's dev part (real threads) and stop 47's review: each was read wrongly before, and is read right now; with
+    the look-alikes each reading must still refuse."""
+    # a script's call with its answer written under it as a comment (github.com/Lordog/dive-into-llms issue): the CPU build
+    script = "import torch\nprint(torch.cuda.is_available())\n# False\nprint(torch.__version__)\n# 2.3.1+cpu\n"
+    assert code_of(script) == ("torch-install", "cpu-only-torch")
+    assert code_of("print(torch.cuda.is_available())\n# -> False\n") == ("torch-install", "cpu-only-torch")
+    assert top("print(torch.cuda.is_available())\n# True\n") == "none"
+    # torch.lerp_'s own operand check (an EMA copy in fp32 beside DeepSpeed's bf16 weights; ema-pytorch)
+    lerp = _traceback("RuntimeError: expected dtype float for `end` but got dtype c10::BFloat16",
+                      "path/python3.10/site-packages/ema_pytorch/ema_pytorch.py")
+    assert code_of(lerp) == ("dtype-mismatch", "mixes-rejected")
+    assert top("RuntimeError: expected dtype long int for `end` but got dtype float\n") != "dtype-mismatch"
+    # torch's Windows build without NCCL, as a title retypes it
+    assert code_of("RuntimeError: Distributed package doesn't have NCCL bulit in\n") == ("distributed", "no-nccl")
+    assert code_of("Distributed package doesnt have NCCL built in\n") == ("distributed", "no-nccl")
+    # a title naming only the compiled package and the symptom
+    assert code_of("flash_attn_2 undefined symbol\n") == ("extension-abi", "import-fails")
+    assert code_of("selective_scan_cuda undefined symbol error\n") == ("extension-abi", "import-fails")
+    assert top("torch undefined symbol\n") != "extension-abi"
+    assert top("The flash_attn_2 undefined symbol error went away after I restarted the kernel and it trained fine.\n") != \
+        "extension-abi"
+    # NCCL's failure named and nothing else (titles, a one-line summary), also straight after CJK text
+    for title in ("NCCL-ERROR ！！！It's been bothering me for days", "多机多卡微调报错ncclInternalError",
+                  "GPU only works with --num_workers=1, with more workers NCCL Error occurs."):
+        assert code_of(title + "\n") == ("distributed", "collective-fails"), title
+    # ... but not NCCL's own internal error with its exception (a script's misuse raises it as often: metaseq's device
+    # never set), nor where the log says it was a shared-memory segment (that reading names the fix)
+    internal = _traceback("RuntimeError: NCCL error in: /opt/conda/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, "
+                          "internal error, NCCL version 2.14.3\nncclInternalError: Internal check failed.",
+                          "/x/metaseq/distributed/utils.py")
+    assert top(internal) == "none"
+    shm = ("(Runner pid=868697) Error while creating shared memory segment /dev/shm/nccl-UmqSM9 (size 7340384)\n\n"
+           "I was trying to run grpo on qwen7b-instruct. But I still get nccl error. BTW, I have 4 A100 GPU.\n")
+    assert code_of(shm) == ("distributed", "shm-small")
+    # a program (or the user) saying the CPU build of torch is installed; not on a machine whose GPU is AMD's
+    rwkv = ("Failed to enable custom CUDA kernel, ninja is required to load C++ extensions. You may be using the CPU version "
+            "of PyTorch, please reinstall PyTorch with CUDA.\n")
+    assert code_of(rwkv) == ("torch-install", "cpu-only-torch")
+    assert code_of("I installed the CPU version of PyTorch on purpose; my Radeon RX 6800 runs with ROCm under Linux.\n")[1] != \
+        "cpu-only-torch"
+    # torch 0.4-1.0's wording for an argument of another float dtype (review of old wordings); not Double against Float,
+    # nor a CPU tensor against a CUDA one
+    assert code_of("RuntimeError: Expected object of type torch.cuda.FloatTensor but found type torch.cuda.HalfTensor for "
+                   "argument #2 'weight'\n") == ("dtype-mismatch", "mixes-rejected")
+    assert top("RuntimeError: Expected object of type torch.DoubleTensor but found type torch.FloatTensor for argument #2 "
+               "'mat2'\n") == "none"
+    assert top("RuntimeError: Expected object of type torch.cuda.FloatTensor but found type torch.FloatTensor for argument "
+               "#2 'weight'\n") != "dtype-mismatch"
+    # TensorFlow's own runtime that cannot load its CUDA runtime is no torch extension's and no torch's
+    tensorflow = (_traceback("ImportError: libcudart.so.10.0: cannot open shared object file: No such file or directory",
+                             "/usr/local/lib/python3.6/dist-packages/tensorflow/python/pywrap_tensorflow.py",
+                             "/usr/local/lib/python3.6/dist-packages/tensorflow/python/pywrap_tensorflow_internal.py")
+                  + "\nFailed to load the native TensorFlow runtime.\n")
+    assert top(tensorflow) == "none"
+    assert top(_traceback("ImportError: libcudart.so.10.0: cannot open shared object file: No such file or directory",
+                          "/usr/local/lib/python3.6/dist-packages/spconv/__init__.py")) == "extension-abi"

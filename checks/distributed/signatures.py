@@ -115,7 +115,8 @@ SIGNATURES = (
               remedies=(CONFIRM_ACROSS_RANKS,
                         IB_OFF_CONFIRMS)),
     # torch's Windows and macOS builds have no NCCL (torch.distributed's documentation: NCCL on Linux only; gloo elsewhere)
-    Signature("no-nccl", r"Distributed package doesn't have NCCL built in|ProcessGroupNCCL is not available|"
+    # (also as people retype it in a title: "doesnt", "bulit")
+    Signature("no-nccl", r"Distributed package doesn'?t have NCCL bu(il|li)t in|ProcessGroupNCCL is not available|"
                          r"NCCL backend is not available",
               cause="this torch has no NCCL (its Windows and macOS builds never do): a job on GPUs asked for the nccl backend",
               remedies=(Remedy("Use the gloo backend on Windows and macOS (init_process_group('gloo'), or the trainer's "
@@ -180,6 +181,18 @@ SIGNATURES = (
                                   r"\bNCCL_ERROR_UNHANDLED_CUDA_ERROR\b", across_ranks=True,
               cause="a CUDA call inside NCCL failed on a rank: that GPU out of memory or failing already, or a transport its "
                     "driver refuses (peer-to-peer, NVLink SHARP); NCCL_DEBUG=INFO names the call",
+              remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
+    # NCCL's failure named and nothing else: an issue title ("NCCL-ERROR !!!", "多机多卡微调报错ncclInternalError"), a
+    # launcher's one-line summary ("NCCL error"): the job's collectives, which NCCL_DEBUG=INFO and the ranks together tell
+    # apart; a line that says which error it was is read by the readings above (unhandled system/cuda error)
+    Signature("collective-fails", r"(?i:\bnccl[- _]?error\b)(?![^\n]*(\bin:|unhandled|invalid usage|remote process))|"
+                                  r"(?<![A-Za-z0-9_])ncclInternalError\b|\bNCCL_ERROR_INTERNAL_ERROR\b",  # (after CJK text: no \b there)
+              # (not where the log says which error it was: NCCL's own "NCCL error in: <file>, internal error" with its
+              # exception, which a script's own misuse raises as often, or a shared-memory segment it failed to create)
+              unless=(r"NCCL error in:|shared memory segment|/dev/shm|unhandled system error|ncclSystemError|Duplicate GPU",),
+              across_ranks=True,
+              cause="NCCL failed in the job's collectives: a transport between the GPUs or nodes (shared memory, peer-to-peer, "
+                    "the network interface), or one rank that failed first; NCCL_DEBUG=INFO names the call",
               remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
     # NCCL refusing a dtype for a collective ("Input tensor data type is not supported for NCCL process group: BFloat16"):
     # bfloat16 collectives came with NCCL 2.10.3 (its release notes; github.com/NVIDIA/nccl/issues/477), so a torch whose

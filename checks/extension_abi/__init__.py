@@ -25,7 +25,7 @@ from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
 from ..cuda_compat.signatures import LOCATED_NO_KERNEL
-from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY
+from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY, TENSORFLOW_LOADER
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -176,6 +176,14 @@ SIGNATURES = (
     Signature("import-fails", r"(site|dist)-packages[\\/]+(?!torch[\\/])(\w+[\\/])?\S*\.so[.\d]*: undefined symbol:?\s*$|"
                               r"(?<![\w/\\.])(?!_C\.)\w+\.cpython-[\w-]+\.so:? undefined symbol:?\s*$",
               unless=(TORCH_OWN_LIBRARY,),
+              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              remedies=(REINSTALL_EXTENSION,)),
+    # (or a title that names only the package and the symptom: "flash_attn_2 undefined symbol", "xformers undefined
+    # symbol error"; bitsandbytes' and apex's own libraries are their checks', torch's own "torch ... undefined symbol"
+    # torch-install's)
+    Signature("import-fails", r"^\W*(flash_attn\w*|xformers|torch_(sparse|scatter|cluster|spline_conv)|mmcv\w*|detectron2|"
+                              r"pytorch3d|torchvision|torchaudio|transformer_engine|deepspeed|vllm|\w+%s)\W{0,3}(\w+\W{1,3}){0,2}?"
+                              r"undefined symbol\b(\W*error)?\W*$" % COMPILED_SUFFIX,
               cause="a compiled extension was built against another torch release or CUDA than the installed ones",
               remedies=(REINSTALL_EXTENSION,)),
     # pybind11's own check of the Python a module was built for ("ImportError: Python version mismatch: module was compiled
@@ -345,9 +353,11 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # A CUDA runtime library another package's compiled module needs (built for CUDA 11 on a CUDA 12 machine, Colab's
     # moves): the import that failed is that package's, not torch's, which brings its own runtime
+    # (not TensorFlow's or JAX's own runtime: no torch extension, another framework's install, which this tool does not
+    # probe: "Failed to load the native TensorFlow runtime" after pywrap_tensorflow's libcudart.so.10.0)
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: cannot open shared object file",
-              frames=(r"(site|dist)-packages/(?!torch/|bitsandbytes/)[\w.-]+/",), frames_required=True,
-              unless=(r"[/\\]torch[/\\]__init__\.py",),
+              frames=(r"(site|dist)-packages/(?!torch/|bitsandbytes/|tensorflow\w*/|jax\w*/)[\w.-]+/",), frames_required=True,
+              unless=(r"[/\\]torch[/\\]__init__\.py", TENSORFLOW_LOADER),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
     # The same without frames, where the paste shows the import that failed and it is another package's ("from awq import
@@ -357,7 +367,7 @@ SIGNATURES = (
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: ?cannot open shared object file",
               context=(_OTHER_IMPORT, r"[/\\]ctypes[/\\]__init__\.py"), context_required=True,
               # (bitsandbytes' own library, loaded through ctypes too, is quantized-base's)
-              unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes",),
+              unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes", TENSORFLOW_LOADER),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
     # onnxruntime-gpu's CUDA execution provider, a compiled library like any extension, failing to load the CUDA and cuDNN

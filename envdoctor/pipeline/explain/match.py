@@ -194,8 +194,10 @@ def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: 
 
 
 # A Python or IPython prompt's answer on the line after the call it echoes (`>>> torch.cuda.is_available()` / `False`,
-# `Out[3]: False`): read as one line, "call -> answer"
-_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(False|True|None)\s*$")
+# `Out[3]: False`), or a script's call with the answer written under it as a comment (`print(torch.cuda.is_available())` /
+# `# False`, `# -> False`, `# output: False`): read as one line, "call -> answer"
+_ANSWER = re.compile(r"^\s*(?:Out\[\d+\]:\s*|#+\s*(?:(?:->|=>|(?i:output|outputs|prints|returns|result))\s*:?\s*)?)?"
+                     r"(False|True|None)\s*$")
 # ... where that line ends in a call, also inside a shell's quoted `python -c "...print(x())"`
 _ASKED = re.compile(r"\)['\"]?\s*$")
 # A program's advice printed after whatever failed ("If you encounter CUDA out of memory, try to set --tile with a smaller

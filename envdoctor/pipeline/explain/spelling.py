@@ -25,8 +25,9 @@ _MPS_TYPE = re.compile(r"\bMPS(%s)Type\b" % _SCALAR)
 _TORCH_DTYPE = dict({name: scalar for name, scalar in DTYPE_SCALAR_TYPE.items() if name.startswith(("float", "bfloat"))},
                     half="Half", float="Float", double="Double")
 _PY_DTYPE = re.compile(r"\btorch\.(%s)\b" % "|".join(sorted(_TORCH_DTYPE, key=len, reverse=True)))
-# C++'s own `float` / `double` where a dtype stands: "(float)", "got: float != c10::Half", "!= float".
-_C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b")
+# C++'s own `float` / `double` where a dtype stands: "(float)", "got: float != c10::Half", "!= float", and after "dtype"
+# where ATen prints a TypeMeta ("expected dtype float for `end` but got dtype c10::BFloat16", torch.lerp)
+_C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b|(?<=\bdtype )(float|double)\b")
 _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
 # A message retyped by hand, as people do on phones and in CJK text: full-width punctuation ("Input type （BFloat16）")
 # and a dtype in its own parentheses in another case ("(BFLoat16)", "(half)")
@@ -54,7 +55,7 @@ def canonical(text: str) -> str:
     if "MPS" in text:
         text = _MPS_TYPE.sub(r"\1", text)
     text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
-    return _C_NAME.sub(lambda m: (m.group(1) or m.group(2)).capitalize(), text)
+    return _C_NAME.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)).capitalize(), text)
 
 
 def dtypes_in(text: str) -> List[str]:
