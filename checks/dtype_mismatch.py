@@ -136,7 +136,8 @@ MPS_MIX = "float32 and half tensors met in one operation on the Mac's MPS backen
 
 _SIGNATURES = (
     # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
-    Signature("mixes-rejected", r"expected scalar type %s but found %s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
+    # (and as people retype it: "expect scalar type Float but Half")
+    Signature("mixes-rejected", r"expect(ed)? scalar type %s but (found )?%s|expected type %s" % (_FLOATS, _FLOATS, _TWO % " but got "),
               cause="two tensors of different float dtypes met in one operation (a layer's weights in one dtype, its "
                     "input in another)", remedies=REMEDIES),
     # torch.lerp_ (an EMA's update: its weights in bf16 under DeepSpeed, the EMA copy in fp32) checks its operands itself:

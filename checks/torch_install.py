@@ -610,6 +610,18 @@ SIGNATURES = (
               cause="a torch without Intel GPU (XPU) support was asked to use the XPU (or says it has none)",
               remedies=(Remedy("Install torch's XPU build (`pip install torch --index-url https://download.pytorch.org/whl/xpu`) "
                                "into the interpreter that runs the script, or run on the CPU", id="torch-xpu-wheel"),)),
+    # torch that cannot use the Mac's GPU, in its own words ("The MPS backend is supported on MacOS 12.3+", raised at the
+    # first MPS tensor; "MPS not available because the current MacOS version is not 12.3+ and/or you do not have an
+    # MPS-enabled device", "... the current PyTorch install was not built with MPS enabled"): a macOS older than this
+    # torch's MPS needs (torch 2.5's wheels ask macOS 13, which the message does not say: github.com/pytorch/pytorch/issues/
+    # 139425), an x86_64 Python under Rosetta, or a build without MPS
+    Signature("device-missing", r"The MPS backend is supported on MacOS \d+(\.\d+)?\+|MPS not available because the current "
+                                r"(MacOS version is not|PyTorch install was not built with MPS)",
+              cause="this torch cannot use the Mac's GPU (MPS): a macOS older than this torch's MPS needs (torch 2.5+ wants "
+                    "macOS 13), an x86_64 Python under Rosetta, or a torch built without MPS",
+              remedies=(Remedy("Update macOS (torch 2.5+ needs macOS 13 for MPS), or keep a torch whose MPS runs on this "
+                               "macOS; under Rosetta, use an arm64 Python and its torch", id="mps-for-this-macos"),
+                        Remedy("Or run on the CPU: the script's or config's device set to cpu", id="device-cpu-here"))),
     # torch's device-string parser not knowing the device type asked for (`torch.device("mps")` before torch 1.12: "Expected
     # one of cpu, cuda, xpu, ... device type at start of device string: mps"): the installed torch predates that device
     Signature("torch-too-old-for-device", r"Expected one of [\w, ]+ device type at start of device string: (mps|xpu|npu|hpu|mtia|privateuseone)\b",

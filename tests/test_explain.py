@@ -2025,3 +2025,25 @@ def test_what_batch_73_and_the_reviews_of_stop_47_found() -> None:
     assert top(tensorflow) == "none"
     assert top(_traceback("ImportError: libcudart.so.10.0: cannot open shared object file: No such file or directory",
                           "/usr/local/lib/python3.6/dist-packages/spconv/__init__.py")) == "extension-abi"
+
+
+def test_what_batch_74_found() -> None:
+    """Batch 74's dev part (real threads, a commit-quoted error among them): each was read wrongly before, and is read
+    right now; with the look-alikes each reading must still refuse."""
+    # out of memory in Russian, Japanese and Korean words (github.com/serpotapov/stable-diffusion-portable)
+    for words in ("нехватка памяти", "Недостаточно видеопамяти при генерации", "生成中にメモリ不足で落ちる", "메모리 부족 오류"):
+        assert code_of(words + "\n") == ("device-memory", "out-of-memory"), words
+    # a dtype mix as a user retyped it (DCN under torch.cuda.amp)
+    assert code_of('the error "RuntimeError:expect scalar type Float but Half "\n') == ("dtype-mismatch", "mixes-rejected")
+    # k2's own build check of torch's CUDA against the toolkit's
+    k2 = "AssertionError: PyTorch is built with CUDA version: 11.3.\nThe current running CUDA version is: 11.4.120\n"
+    assert code_of(k2) == ("extension-abi", "cuda-variant-mismatch")
+    # a compiled module named alone by its convention's suffix; torch's own libraries stay torch-install's
+    assert code_of("How to fix `_version_cpu.so: undefined symbol`\n") == ("extension-abi", "import-fails")
+    assert top("ImportError: /env/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+               "cudaGraphInstantiateWithFlags, version libcudart.so.11.0\n") == "torch-install"
+    # torch that cannot use the Mac's GPU, in its own words; not a Mac whose MPS ran out of memory
+    mps = "RuntimeError: The MPS backend is supported on MacOS 12.3+.\nCurrent OS version can be queried using `sw_vers`.\n"
+    assert code_of(mps) == ("torch-install", "device-missing")
+    assert top("RuntimeError: MPS backend out of memory (MPS allocated: 17.9 GB, other allocations: 40 KB, max allowed: "
+               "18.1 GB). Tried to allocate 256.00 MB on private pool.\n") == "device-memory"

@@ -136,6 +136,10 @@ SIGNATURES = (
                                   "over": r"s?:\s*0\b|( is)? (gone|fixed|solved)\b"} +
                                r"显存(不足|不够|溢出|爆|占满)|爆显存|"
                                r"VRAM ?(不足|が足りない)|"
+                               # (and in Russian, Japanese and Korean: "нехватка памяти", "недостаточно видеопамяти",
+                               # "メモリ不足", "메모리 부족")
+                               r"(?i:(нехватка|недостаточно|не хватает) (видео)?памяти)|(ビデオ)?メモリ(不足|が足りない)|"
+                               r"메모리(가)? 부족|"
                                # (the words without the allocator's message: "it ends with OutOfMemoryError", "会out of
                                # mem"; Java's own error is not torch's, nor the class named in code, "except
                                # torch.cuda.OutOfMemoryError:", "isinstance(e, torch.OutOfMemoryError)")

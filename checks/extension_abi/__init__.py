@@ -181,6 +181,11 @@ SIGNATURES = (
     # (or a title that names only the package and the symptom: "flash_attn_2 undefined symbol", "xformers undefined
     # symbol error"; bitsandbytes' and apex's own libraries are their checks', torch's own "torch ... undefined symbol"
     # torch-install's)
+    # (and a compiled module named alone by its convention's suffix, "_version_cpu.so: undefined symbol", torch-scatter's)
+    Signature("import-fails", r"(?<![\w/\\.-])(?!lib)\w+(%s|_cpu)\.(so|pyd)[.\d]*:? undefined symbol" % COMPILED_SUFFIX,
+              unless=(TORCH_OWN_LIBRARY,),
+              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"^\W*(flash_attn\w*|xformers|torch_(sparse|scatter|cluster|spline_conv)|mmcv\w*|detectron2|"
                               r"pytorch3d|torchvision|torchaudio|transformer_engine|deepspeed|vllm|\w+%s)\W{0,3}(\w+\W{1,3}){0,2}?"
                               r"undefined symbol\b(\W*error)?\W*$" % COMPILED_SUFFIX,
@@ -485,6 +490,9 @@ SIGNATURES = (
     # builder says the same before its JIT build ("Installed CUDA version 12.2 does not match the version torch was
     # compiled with 11.7, unable to compile cuda/cpp extensions": deepspeed/ops/op_builder/builder.py)
     Signature("cuda-variant-mismatch", r"detected CUDA version ?\([\d.]+\) mismatches the version that was used to compile|"
+                                       # (k2's own build check: "PyTorch is built with CUDA version: 11.3. The current running
+                                       # CUDA version is: 11.4.120", github.com/k2-fsa/k2 get_cuda_version.cmake's caller)
+                                       r"PyTorch is built with CUDA version:? [\d.]+\.?\s*(\n\s*)?The current running CUDA version is:? [\d.]+|"
                                        r"Installed CUDA version [\d.]+ does not match (the version torch was compiled with|torch(.s)? version\b)"
                                        # (not where DeepSpeed goes on: "... but since the APIs are compatible, accepting this
                                        # combination", or DS_SKIP_CUDA_CHECK's "Allowing this combination")
