@@ -2047,3 +2047,23 @@ def test_what_batch_74_found() -> None:
     assert code_of(mps) == ("torch-install", "device-missing")
     assert top("RuntimeError: MPS backend out of memory (MPS allocated: 17.9 GB, other allocations: 40 KB, max allowed: "
                "18.1 GB). Tried to allocate 256.00 MB on private pool.\n") == "device-memory"
+
+
+def test_what_the_review_of_issue_titles_found() -> None:
+    """A review of titles and one-sentence reports (88/136 before, 96/136 after): the words of a failure beside its
+    subject, in the languages users write; a title that only names the subject, a question, stays unread. Readings of prose
+    that cost real negatives of the corpus were left out (an extension and "undefined symbol" anywhere in a sentence, a
+    Blackwell GPU and "not supported", a thank-you for a fix read as no failure)."""
+    for title in ("bf16 not supported on T4", "Ошибка bf16 на RTX 2080 при обучении", "bf16=True não funciona no Colab com T4",
+                  "Error con bfloat16 en GTX 1080 Ti"):
+        assert code_of(title + "\n") == ("bf16-support", "bf16-unsupported"), title
+    assert top("How do I enable bf16 on a T4?\n") == "none"
+    assert top("bf16 training works fine on my A100\n") == "none"
+    for title in ("Flux fp8 モデルが RTX 2080 Ti で動かない", "fp8 training fails on A100 with torchao"):
+        assert code_of(title + "\n") == ("fp8", "no-fp8-hardware"), title
+    assert top("fp8 training fails on H100 with torchao\n") != "fp8"  # Hopper has fp8: another cause
+    assert code_of("Erro: Torch não foi compilado com CUDA habilitado\n")[0] == "torch-install"
+    assert code_of("cuda out of memmory on colab T4 w/ batch 8\n") == ("device-memory", "out-of-memory")
+    assert code_of("erro de memória insuficiente na GPU ao treinar com batch 16\n") == ("device-memory", "out-of-memory")
+    assert top("memória insuficiente no disco ao salvar o checkpoint\n") == "none"  # the disk, not the GPU
+    assert code_of("torch.cuda.is_available() 返回 False，已经装了 CUDA 12.1 和 4070\n")[0] == "torch-install"

@@ -34,7 +34,9 @@ def unavailable(device: str) -> str:
     """`torch.<device>.is_available()` False, told in words ("returns False", "-> False", "is False"), in any case; also
     printed (`print(torch.cuda.is_available())` answered "False" on the next line, or "# False" after it)."""
     return (r"(?i:\b%s\.is_available\(\)[)\"'`]*\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
-            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*|#\s*)*`?False\b)" % device)
+            r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*|#\s*|"
+            # (and the verbs of Chinese, Japanese and Korean posts: "返回 False", "が False", "가 False")
+            r"(一直|总是|还是|仍然)?(返回|输出|显示|打印|为|是)\s*|(が|は|を返す|가|이|는)\s*)*`?False\b)" % device)
 
 
 # The same fact as programs that ask torch for the GPU say it: the launchers (Lightning 0.x-1.5 ("You requested GPUs: [0]

@@ -154,7 +154,11 @@ SIGNATURES = (
                                # (nor an app's advice that it may: Forge's "[Low VRAM Warning] ... Computations may fallback
                                # to CPU or go Out of Memory.")
                                r"(?<!\bor go )(?<!\bmay go )"
-                               r"out of (GPU |CUDA |video )?mem(ory)?\b)|"
+                               # (and misspelled as people type it: "out of memmory", "out of memroy")
+                               r"out of (GPU |CUDA |video )?mem(ory|m+ory|roy)?\b)|"
+                               # (Portuguese and Spanish: "erro de memória insuficiente na GPU", "sin memoria en la GPU")
+                               r"(?i:\b(mem[oó]ria insuficiente|sem mem[oó]ria|sin memoria|falta de memoria)\b[^\n]{0,40}\b(GPU|VRAM|CUDA)\b|"
+                               r"\b(GPU|VRAM|CUDA)\b[^\n]{0,40}\b(mem[oó]ria insuficiente|sem mem[oó]ria|sin memoria|falta de memoria)\b)|"
                                r"(?i:\b(VRAM|GPU memory)\b.{0,40}\b(is full|fills up|not enough|insufficient|runs? out|ran out|"
                                r"exhausted|(is |was )?not (being )?(cleared|freed|released)|does(n'?t| not) (clear|free|get released)))",
               unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
