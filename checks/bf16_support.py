@@ -479,6 +479,8 @@ SIGNATURES = (
     # it does not have support for that dtype", a model cast to bf16 moved to "mps" on macOS before 14)
     Signature("bf16-mps", r"(BFloat16|bfloat16) is not supported on MPS|MPS BFloat16 is only supported on MacOS 14|"
                           r"Trying to convert BFloat16 to the MPS backend|"
+                          # (an MPS kernel without a bf16 instantiation: "\"arange_mps\" not implemented for 'BFloat16'")
+                          r"\"\w*_mps\w*\" not implemented for 'BFloat16'|"
                           # (the graph given bf16: "expected element type f32 but received bf16"; not one built for bf16
                           # and given f32, which is a dtype mix)
                           r"MPS\w*\.mm:\d+: failed assertion\b(?!.{0,300}?\bexpected element type (bf16|bfloat16)\b)"

@@ -269,7 +269,9 @@ EXPLAIN_REMEDIES = (
 SIGNATURES = (
     # Any kernel but a CUDA one (those are bf16-support's); the closing quote is optional because
     # people paste the line cut short.
-    Signature("fp16-missing", r"(?<!\w)\"?(?!\w{0,80}cuda)\w{1,80}\"? not implemented for '(?i:Half|BFloat16)",
+    # (not a kernel of CUDA's or MPS's, "arange_mps"; nor "_", the name PyG's extensions give their dispatch, whose kernels
+    # lacking a dtype is the extension's release, not the CPU: torch_cluster's radius before its bf16 support)
+    Signature("fp16-missing", r"(?<!\w)\"?(?!\w{0,80}(cuda|_mps\b))(?!_\")\w{1,80}\"? not implemented for '(?i:Half|BFloat16)",
               # the CPU named near it (or in the kernel's own name: slow_conv2d_cpu), or a torch before 2.1 (the releases
               # without these kernels)
               context=(r"[Dd]evice[ :=\"']+cpu|[Uu]sing cpu|(?i:on cpu)\b|--device cpu|use_cpu|_cpu_?\"? not implemented",

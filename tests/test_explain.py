@@ -2067,3 +2067,33 @@ def test_what_the_review_of_issue_titles_found() -> None:
     assert code_of("erro de memória insuficiente na GPU ao treinar com batch 16\n") == ("device-memory", "out-of-memory")
     assert top("memória insuficiente no disco ao salvar o checkpoint\n") == "none"  # the disk, not the GPU
     assert code_of("torch.cuda.is_available() 返回 False，已经装了 CUDA 12.1 和 4070\n")[0] == "torch-install"
+
+
+def test_what_batch_75_found() -> None:
+    """Batch 75's dev part (errors quoted in fix commits, PR bodies and FAQs): each was read wrongly before, and is read
+    right now; with the look-alikes each reading must still refuse."""
+    # a message the paste wrapped, read again as one line (a commit message's 72 columns)
+    index_put = ("  RuntimeError: Index put requires the source and destination dtypes match,\n"
+                 "  got BFloat16 for the destination and Float for the source.\n")
+    assert code_of(index_put) == ("dtype-mismatch", "mixes-rejected")
+    bias = "  RuntimeError: Input type (struct c10::BFloat16) and bias type\n  (struct c10::Half) should be the same\n"
+    assert code_of(bias)[0] == "dtype-mismatch"
+    assert top("  RuntimeError: Input type (struct c10::Half) and bias type\n  (struct c10::Half) should be the same\n") != \
+        "dtype-mismatch"
+    # Megatron's layers asking for apex's fused kernels
+    megatron = ("RuntimeError: ColumnParallelLinear was called with gradient_accumulation_fusion set to True but the custom CUDA "
+                "extension fused_weight_gradient_mlp_cuda module is not found. To use gradient_accumulation_fusion you must "
+                "install APEX with --cpp_ext and --cuda_ext.\n")
+    diagnosis = explained(megatron).diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("apex", "apex-no-cuda-extensions")
+    assert "gradient-accumulation-fusion-off" in {r.id for r in diagnosis.remedies}
+    # an MPS kernel without bf16 is the Mac's bf16, not a CPU's half kernels; PyG's "_" dispatch lacking a dtype is the
+    # extension's release
+    assert code_of("RuntimeError: \"arange_mps\" not implemented for 'BFloat16'\n") == ("bf16-support", "bf16-mps")
+    assert top("RuntimeError: \"_\" not implemented for 'BFloat16'\n") == "none"
+    assert code_of("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n")[0] == "cpu-half-kernels"
+    # Intel's XPU runtime out of memory
+    assert code_of("RuntimeError: Allocation is out of device memory on current platform.\n") == ("device-memory", "out-of-memory")
+    # a torch symbol whose head the paste elided
+    fbgemm = "  fbgemm_gpu_config.so: undefined symbol: ..._ZNR5torch7Library4_defE...\n  (torch::Library::_def)\n"
+    assert code_of(fbgemm) == ("extension-abi", "import-fails")

@@ -64,6 +64,14 @@ SIGNATURES = (
               frames=(r"apex/",), cause="apex was built without its C++/CUDA extensions (or without the contrib one this "
                                         "module needs: each has its own build flag)",
               remedies=(REBUILD,)),
+    # Megatron-LM's layers asking for apex's fused kernels ("ColumnParallelLinear was called with gradient_accumulation_fusion
+    # set to True but the custom CUDA extension fused_weight_gradient_mlp_cuda module is not found. To use
+    # gradient_accumulation_fusion you must install APEX with --cpp_ext and --cuda_ext", megatron/core/tensor_parallel/layers.py)
+    Signature("apex-no-cuda-extensions", r"you must install APEX with --cpp_ext and --cuda_ext|"
+                                         r"CUDA extension fused_weight_gradient_mlp_cuda module is not found",
+              cause="apex was built without the CUDA extensions Megatron's fused layers need (fused_weight_gradient_mlp_cuda)",
+              remedies=(REBUILD, Remedy("Or turn the fusion off (Megatron's --no-gradient-accumulation-fusion; ms-swift's "
+                                        "--gradient_accumulation_fusion false)", id="gradient-accumulation-fusion-off"))),
     # apex's fused optimizers refuse to start without amp_C: "apex.optimizers.FusedAdam requires cuda extensions"
     # (apex/optimizers/fused_adam.py, fused_lamb.py, fused_sgd.py, fused_novograd.py; github.com/NVlabs/imaginaire/issues/6)
     Signature("apex-no-cuda-extensions", r"apex\.[\w.]+ requires cuda extensions",

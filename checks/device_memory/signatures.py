@@ -116,7 +116,8 @@ SIGNATURES = (
               cause="the device's (or the host's) memory ran out: the batch, resolution or model does not fit next to what is "
                     "resident", remedies=EXPLAIN_REMEDIES),
     # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
-    Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|"
+    # (and Intel's XPU runtime: "RuntimeError: Allocation is out of device memory on current platform.")
+    Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|Allocation is out of device memory\b|"
                                r"(?i:cuda runtime error) ?\(2\) ?: ?out of memory", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="the CUDA runtime could not allocate, often already when creating the context: another process holds the GPU",
               remedies=EXPLAIN_REMEDIES),

@@ -144,7 +144,7 @@ SIGNATURES = (
     # (a member function's ref- or const-qualifier in the mangling, _ZNR5torch7Library4_def..., and the symbol on the line
     # after the colon, as a log that wraps long names prints it)
     # (and torch's Python bindings' plain C names: "undefined symbol: THPVariableClass")
-    Signature("import-fails", r"undefined symbol:?\s*\(?(_ZN?[KRO]*(5torch|3c10|2at)\d+\w+|THP[A-Z]\w+)",
+    Signature("import-fails", r"undefined symbol:?\s*\(?(\.{2,3}\s*)?(_ZN?[KRO]*(5torch|3c10|2at)\d+\w+|THP[A-Z]\w+)",
               unless=(TORCH_OWN_LIBRARY, r"torch[/\\]+__init__\.py|^\s*(>>>\s*)?import torch\s*$"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
