@@ -503,6 +503,9 @@ SIGNATURES = (
     # kernels on a T4 before they emulated bf16 on GPUs without it; github.com/microsoft/VPTQ/pull/51)
     Signature("bf16-unsupported", r"(?i:\b(un-?supported|not supported)\b[^\n]{0,30}\b(dtype|data ?type)\b[^\n]{0,20}\bb(float)?16\b|"
                                   r"\b(dtype|data ?type)\b[^\n]{0,20}\bb(float)?16\b[^\n]{0,30}\b(un-?supported|not supported)\b)",
+              # (not xformers' listing of a kernel refusing another dtype, the bf16 it names being what it does support:
+              # "`flshattF` is not supported because: dtype=torch.float32 (supported: {torch.bfloat16, torch.float16})")
+              unless=(r"dtype=(torch\.)?(float32|Float|float64|Double) \(supported: \{",),
               cause="a kernel library has no bf16 path here: most often a GPU below compute capability 8.0, where the "
                     "library has no bf16 kernels",
               remedies=BF16_REMEDIES),

@@ -145,6 +145,12 @@ _SIGNATURES = (
     Signature("mixes-rejected", r"expected dtype %s" % (_TWO % r" for `?\w+`? but got dtype "),
               cause="two tensors of different float dtypes met in one operation (torch.lerp's operands: an EMA copy kept in "
                     "one dtype, the model's weights in another)", remedies=REMEDIES),
+    # xformers' memory-efficient attention checking its operands: "Query/Key/Value should either all have the same dtype, or
+    # (in the quantized case) Key/Value should have dtype torch.int32", then each one's dtype (an IP-Adapter's fp32 keys
+    # beside fp16 queries)
+    Signature("mixes-rejected", r"Query/Key/Value should either all have the same dtype",
+              cause="attention's query, key and value are of different float dtypes (an adapter's projections left in fp32 "
+                    "beside an fp16 model)", remedies=REMEDIES),
     # torch 1.0-1.5's wording ("Expected object of scalar type Float but got scalar type Half for argument #2 'mat2'") and
     # torch 0.4's for a sequence argument ("Expected a Tensor of type torch.cuda.HalfTensor but found a type
     # torch.cuda.FloatTensor for sequence element 926": torch.cat of fp16 and fp32 gradients)

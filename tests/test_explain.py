@@ -2097,3 +2097,25 @@ def test_what_batch_75_found() -> None:
     # a torch symbol whose head the paste elided
     fbgemm = "  fbgemm_gpu_config.so: undefined symbol: ..._ZNR5torch7Library4_defE...\n  (torch::Library::_def)\n"
     assert code_of(fbgemm) == ("extension-abi", "import-fails")
+
+
+def test_what_batch_76_found() -> None:
+    """Batch 76's dev part (errors quoted in fix commits and FAQs): each was read wrongly before, and is read right now;
+    with the look-alikes each reading must still refuse."""
+    # xformers' attention checking its operands' dtypes (an IP-Adapter's fp32 keys beside fp16 queries)
+    qkv = ("ValueError: Query/Key/Value should either all have the same dtype, or (in the quantized case) Key/Value should "
+           "have dtype torch.int32\n      query.dtype: torch.float16\n      key.dtype  : torch.float32\n")
+    assert code_of(qkv) == ("dtype-mismatch", "mixes-rejected")
+    # transformers' own overflow detector
+    detector = ("Detected inf/nan during batch_number=0\nLast 21 forward frames:\nabs min  abs max  metadata\n"
+                "                  encoder.block.2.layer.1.layer_norm T5LayerNorm\n8.69e-02 4.18e-01 weight\n")
+    assert code_of(detector) == ("library-probes", "fp16-overflow")
+    # xformers' listing of a kernel refusing fp32 names the bf16 it supports: no bf16 failure; its "bf16 is only supported
+    # on A100+ GPUs" still is
+    listing = ("NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+               "     query       : torch.Size([1, 4096, 160, 128]) (torch.float32)\n"
+               "`cutlassF` is not supported because:\n    (value.shape[-1] % 4) != 0\n"
+               "`flshattF` is not supported because:\n    dtype=torch.float32 (supported: {torch.bfloat16, torch.float16})\n"
+               "    query.shape[-1] != value.shape[-1]\n")
+    assert top(listing) != "bf16-support"
+    assert top(listing.replace("    (value.shape[-1] % 4) != 0\n", "    bf16 is only supported on A100+ GPUs\n")) == "bf16-support"

@@ -123,6 +123,11 @@ SIGNATURES = (
               cause="fp16 mixed precision overflowed at every loss scale: the gradients do not fit fp16's range (a model "
                     "trained in bf16, or a learning rate too high for fp16)",
               remedies=(BF16_NOT_FP16, FP16_LOWER_LR)),
+    # transformers' own overflow detector (debug_utils.DebugUnderflowOverflow, `--debug underflow_overflow`: "Detected inf/nan
+    # during batch_number=0", then the last frames' absolute min and max): run to find where a model overflows in fp16
+    Signature("fp16-overflow", r"Detected inf/nan during batch_number=\d+",
+              cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
+              remedies=(BF16_NOT_FP16,)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
     # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."
     Signature("fp16-overflow", r"A tensor with all NaNs was produced in (VAE|Unet)",
