@@ -298,6 +298,13 @@ SIGNATURES = (
               remedies=(BITSANDBYTES_UPGRADE,)),
     # A bitsandbytes older than the code that uses it: a class or function later releases added ("module 'bitsandbytes.nn'
     # has no attribute 'Linear4bit'": 4-bit arrived in 0.39.0, github.com/bitsandbytes-foundation/bitsandbytes releases)
+    # (and a module of an older bitsandbytes' layout that a trainer's patch still imports: "No module named
+    # 'bitsandbytes.cuda_setup.paths'", cuda_setup gone from bitsandbytes 0.42)
+    Signature("quantized-fails", r"No module named '?bitsandbytes\.cuda_setup\b",
+              cause="the code expects another bitsandbytes release than the installed one (its cuda_setup modules are gone "
+                    "from bitsandbytes 0.42 on)",
+              remedies=(Remedy("Install the bitsandbytes release the trainer pins (or update the trainer to one written for the "
+                               "installed bitsandbytes)", id="bnb-pinned-release"),)),
     Signature("quantized-fails", r"module '?bitsandbytes(\.\w+)*'? has no attribute '?\w+",
               cause="the installed bitsandbytes is older than the code using it: the class or function it asks for came in a "
                     "later release (4-bit Linear4bit in 0.39)",

@@ -495,7 +495,8 @@ SIGNATURES = (
     # notebook's pip leaves Colab: "Expected 96 from C header, got 88 from PyObject"). Raised, not warned: as a
     # RuntimeWarning it is Cython's size check on an older numpy, harmless, which numpy's own __init__ filters out
     # (`warnings.filterwarnings("ignore", message="numpy.dtype size changed")`)
-    Signature("numpy-abi", r"(?<!Warning: )numpy\.dtype size changed, may indicate binary incompatibility",
+    # (also shortened as people quote it: "numpy.dtype size changed... binary incompatibility")
+    Signature("numpy-abi", r"(?<!Warning: )numpy\.dtype size changed(, may indicate|\s*(\.{3}|…))\s*binary incompatibility",
               cause="a compiled module was built against another numpy than the one installed (numpy 1 and 2 mixed)",
               remedies=(NUMPY_MATCH,)),
     # numpy's C API versions disagreeing (a module built against a newer numpy than the one installed: "module compiled

@@ -2119,3 +2119,15 @@ def test_what_batch_76_found() -> None:
                "    query.shape[-1] != value.shape[-1]\n")
     assert top(listing) != "bf16-support"
     assert top(listing.replace("    (value.shape[-1] % 4) != 0\n", "    bf16 is only supported on A100+ GPUs\n")) == "bf16-support"
+
+
+def test_what_batch_77_found() -> None:
+    """Batch 77's dev part: each was read wrongly before, and is read right now; with the look-alikes each reading must
+    still refuse."""
+    # torchvision's missing operator, cut where a commit's subject ends
+    assert code_of("RuntimeError: operator torchvision::nms\n") == ("extension-abi", "import-fails")
+    assert top("RuntimeError: operator torchvision::nms is the bottleneck of our detector\n") != "extension-abi"
+    # numpy's ABI warning as people shorten it
+    assert code_of("numpy.dtype size changed... binary incompatibility\n") == ("torch-install", "numpy-abi")
+    # an older bitsandbytes' layout that a trainer's patch still imports
+    assert code_of("ModuleNotFoundError: No module named 'bitsandbytes.cuda_setup.paths'\n") == ("quantized-base", "quantized-fails")

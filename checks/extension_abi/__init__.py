@@ -205,7 +205,8 @@ SIGNATURES = (
               cause="a package's compiled ops were built for another torch release than the installed one",
               remedies=(REINSTALL_EXTENSION,)),
     # (torchvision.io's image library registers its ops as image::decode_jpeg, image::read_file, ...)
-    Signature("import-fails", r"operator (torchvision|image)::\w+ does not exist|No such operator (torchvision|image)::\w+|"
+    # (or cut where a title ends: "RuntimeError: operator torchvision::nms")
+    Signature("import-fails", r"operator (torchvision|image)::\w+( does not exist|\s*$)|No such operator (torchvision|image)::\w+|"
                               r"Could not find the operator (torchvision|image)::\w+",
               frames=(r"torchvision",),
               cause="torchvision's C++ ops (_C, or its image library) did not load: the installed torchvision does not match "
