@@ -28,7 +28,7 @@ from envdoctor.target.probekit.gpus import capability_tuple, device_index, ident
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import dedupe, error_text
-from envdoctor.target.prose import FAILED
+from envdoctor.target.prose import FAILED, said_with
 from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "bf16-support"
@@ -496,7 +496,7 @@ SIGNATURES = (
     # ... and a title or a sentence that says so in words: bf16 and a GPU without it and a failure, in one line ("bf16 not
     # supported on T4", "Ошибка bf16 на RTX 2080", "bf16=True não funciona no Colab com T4"); not a question that only names
     # them ("how do I enable bf16 on a T4?")
-    Signature("bf16-unsupported", r"(?i)^(?=.*?\b(bf16|bfloat16)\b)(?=.*?(%s))(?=.*?%s)" % (_BELOW_AMPERE, FAILED),
+    Signature("bf16-unsupported", said_with(("bf16", "bfloat16"), _BELOW_AMPERE, FAILED),
               cause="bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)",
               remedies=BF16_REMEDIES),
     # a kernel library refusing bf16 as a dtype, in its own words ("RuntimeError: un-supported dtype: bfloat16", VPTQ's

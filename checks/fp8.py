@@ -14,7 +14,7 @@ from envdoctor.target.probekit.gpus import capability_tuple, identity
 from envdoctor.target.probekit.imports import find_module_spec
 from envdoctor.target.probekit.ops import randn, run_op, seeded_generator
 from envdoctor.target.probekit.text import error_text
-from envdoctor.target.prose import FAILED
+from envdoctor.target.prose import FAILED, said_with
 from envdoctor.target.remedies.actions import config_remedy, pip_remedy
 
 ID = "fp8"
@@ -322,7 +322,7 @@ _BELOW_ADA = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap
 SIGNATURES = (
     # fp8 asked of a GPU without it, told in words in one line ("Flux fp8 モデルが RTX 2080 Ti で動かない", "fp8 training fails on
     # A100"); not a question that only names them
-    Signature("no-fp8-hardware", r"(?i)^(?=[^\n]{0,200}$)(?=.*?\b(fp8|float8)\w*)(?=.*?(%s))(?=.*?%s)" % (_BELOW_ADA, FAILED),
+    Signature("no-fp8-hardware", said_with(("fp8", "float8"), _BELOW_ADA, FAILED),
               cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
               remedies=(COMPUTE_BF16,)),
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|"
