@@ -298,6 +298,12 @@ SIGNATURES = (
               remedies=(BITSANDBYTES_UPGRADE,)),
     # A bitsandbytes older than the code that uses it: a class or function later releases added ("module 'bitsandbytes.nn'
     # has no attribute 'Linear4bit'": 4-bit arrived in 0.39.0, github.com/bitsandbytes-foundation/bitsandbytes releases)
+    # (and said alone: "No module named 'triton.ops'", the same bitsandbytes older than the Triton beside it, as the
+    # reading below cites; triton-windows' README says so too, github.com/woct0rdho/triton-windows/issues/65)
+    Signature("quantized-fails", r"No module named '?triton\.ops'?",
+              cause="the installed bitsandbytes is older than the Triton beside it: it imports triton.ops, which newer Triton "
+                    "releases removed",
+              remedies=(BITSANDBYTES_UPGRADE,)),
     # (and a module of an older bitsandbytes' layout that a trainer's patch still imports: "No module named
     # 'bitsandbytes.cuda_setup.paths'", cuda_setup gone from bitsandbytes 0.42)
     Signature("quantized-fails", r"No module named '?bitsandbytes\.cuda_setup\b",

@@ -2131,3 +2131,15 @@ def test_what_batch_77_found() -> None:
     assert code_of("numpy.dtype size changed... binary incompatibility\n") == ("torch-install", "numpy-abi")
     # an older bitsandbytes' layout that a trainer's patch still imports
     assert code_of("ModuleNotFoundError: No module named 'bitsandbytes.cuda_setup.paths'\n") == ("quantized-base", "quantized-fails")
+
+
+def test_what_batch_78_found() -> None:
+    """Batch 78's dev part (installers' and Windows builds' troubleshooting sections): each was read wrongly before, and
+    is read right now; with the look-alikes each reading must still refuse."""
+    # a bitsandbytes older than the Triton beside it, said alone
+    assert code_of("No module named 'triton.ops'\n") == ("quantized-base", "quantized-fails")
+    assert top("No module named 'triton.tools'\n") != "quantized-base"
+    # Triton's compiled launcher in its cache
+    diagnosis = explained("ImportError: DLL load failed while importing cuda_utils\n").diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("extension-abi", "import-fails")
+    assert "triton-cache-clear" in {r.id for r in diagnosis.remedies}

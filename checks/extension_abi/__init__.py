@@ -443,6 +443,13 @@ SIGNATURES = (
     Signature("import-fails", r"DLL load failed while importing \w+%s\b" % COMPILED_SUFFIX,
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
+    # Triton's own launcher module, compiled into its cache on first use (cuda_utils.pyd under ~/.triton/cache): a cache
+    # built for another Python, Triton or CUDA, or without the MSVC runtime it links (triton-windows' troubleshooting)
+    Signature("import-fails", r"DLL load failed while importing (cuda_utils|__triton_launcher)\b",
+              cause="Triton's compiled launcher in its cache does not load: built for another Python, Triton or CUDA, or its "
+                    "runtime DLLs are missing",
+              remedies=(Remedy("Delete Triton's and torchinductor's caches (~/.triton/cache, %TEMP%\\torchinductor_<user>) and "
+                               "run again; install the Triton build for this Python and torch", id="triton-cache-clear"),)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               unless=(OTHER_PACKAGES_DLL,),
               cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
