@@ -400,6 +400,9 @@ BF16_REMEDIES = (
 # The GPUs named in a log that have no native bf16 (compute capability below 8.0), from the one name -> capability table
 _BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap < (8, 0))
 
+# bf16 asked of a GPU by name below sm_80, in a raised error or in words
+BF16_BELOW_AMPERE = "bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)"
+
 SIGNATURES = (
     # torch's own answer told in words: "torch.cuda.is_bf16_supported() returned False" (-> False, is False)
     Signature("bf16-unsupported", r"(?i:\bis_bf16_supported\(\)`?\s*(is |returns? |returned |returning |gives? |still |always "
@@ -491,13 +494,13 @@ SIGNATURES = (
     # bf16 and bf16 together, in whatever library's words (lit-gpt's "KeyError: 'flop count not found for t4 with
     # precision: bf16-mixed'"; github.com/Lightning-AI/litgpt/issues/205)
     Signature("bf16-unsupported", r"(?i)^(?=.*?\b\w*(Error|Exception)\b:)(?=.*?(%s))(?=.*?\b(bf16|bfloat16)\b)" % _BELOW_AMPERE,
-              cause="bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)",
+              cause=BF16_BELOW_AMPERE,
               remedies=BF16_REMEDIES),
     # ... and a title or a sentence that says so in words: bf16 and a GPU without it and a failure, in one line ("bf16 not
     # supported on T4", "Ошибка bf16 на RTX 2080", "bf16=True não funciona no Colab com T4"); not a question that only names
     # them ("how do I enable bf16 on a T4?")
     Signature("bf16-unsupported", said_with(("bf16", "bfloat16"), _BELOW_AMPERE, FAILED),
-              cause="bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)",
+              cause=BF16_BELOW_AMPERE,
               remedies=BF16_REMEDIES),
     # a kernel library refusing bf16 as a dtype, in its own words ("RuntimeError: un-supported dtype: bfloat16", VPTQ's
     # kernels on a T4 before they emulated bf16 on GPUs without it; github.com/microsoft/VPTQ/pull/51)

@@ -316,6 +316,9 @@ FLOAT8_MATMUL_MIX = r"(mat1 and mat2|self and mat2) (must|to) have the same dtyp
 # Any GPU named in a log, from the one name -> capability table (fp8 needs 8.9+; the gate's own words say the rest)
 _GPU_NAMES = "|".join(pattern for pattern, _cap in GPU_CAPABILITY_PATTERNS)
 
+# fp8 matmuls asked of a GPU without them, in torch's words or the user's
+NO_FP8_MATMUL = "fp8 matmul needs compute capability 8.9+ (Ada, Hopper)"
+
 # GPUs without fp8 matmuls (below compute capability 8.9), by name
 _BELOW_ADA = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap < (8, 9))
 
@@ -323,7 +326,7 @@ SIGNATURES = (
     # fp8 asked of a GPU without it, told in words in one line ("Flux fp8 モデルが RTX 2080 Ti で動かない", "fp8 training fails on
     # A100"); not a question that only names them
     Signature("no-fp8-hardware", said_with(("fp8", "float8"), _BELOW_ADA, FAILED),
-              cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
+              cause=NO_FP8_MATMUL,
               remedies=(COMPUTE_BF16,)),
     Signature("float8-promotion", r"Promotion for Float8 Types is not supported, attempted to promote (\w+) and (\w+)|"
                                   # (a matmul's own dtype check, float8 weights against bf16 activations: "expected mat1 and
@@ -336,7 +339,7 @@ SIGNATURES = (
               remedies=PROMOTION_REMEDIES + (KEEP_BF16,)),
     Signature("no-fp8-hardware", r"_scaled_mm is only supported on CUDA devices with compute capability|"
                                  r"torch\._scaled_mm is only supported on (CUDA devices|GPUs|devices) with",
-              cause="fp8 matmul needs compute capability 8.9+ (Ada, Hopper)",
+              cause=NO_FP8_MATMUL,
               remedies=(COMPUTE_BF16,)),
     # fp8 matmuls go through cuBLASLt, which refuses them below sm_89 or with a CUDA before 12.1 (torch cu118 wheels;
     # github.com/kijai/ComfyUI-CogVideoXWrapper/issues/136)

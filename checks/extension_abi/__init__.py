@@ -33,6 +33,9 @@ from .rules import ID, diagnose, summarize
 _EXT_FRAMES = (r"(site|dist)-packages[/\\](torchvision|torchaudio|xformers|flash_attn|bitsandbytes|triton)[/\\]",
                r"flash_attn_2_cuda")
 
+# The cause of a compiled extension missing a symbol or an operator of the installed torch, however the log names it
+BUILT_FOR_ANOTHER_TORCH = "a compiled extension was built against another torch release or CUDA than the installed ones"
+
 # What `explain` can say from a traceback alone; the live findings name the paired release for this torch.
 REINSTALL_EXTENSION = Remedy("Install the extension's release built for the installed torch (`envdoctor check --only "
                              "extension-abi` names it, `envdoctor fix` installs it with torch pinned), or build it from source "
@@ -176,7 +179,7 @@ SIGNATURES = (
     Signature("import-fails", r"(site|dist)-packages[\\/]+(?!torch[\\/])(\w+[\\/])?\S*\.so[.\d]*: undefined symbol:?\s*$|"
                               r"(?<![\w/\\.])(?!_C\.)\w+\.cpython-[\w-]+\.so:? undefined symbol:?\s*$",
               unless=(TORCH_OWN_LIBRARY,),
-              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              cause=BUILT_FOR_ANOTHER_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # (or a title that names only the package and the symptom: "flash_attn_2 undefined symbol", "xformers undefined
     # symbol error"; bitsandbytes' and apex's own libraries are their checks', torch's own "torch ... undefined symbol"
@@ -184,12 +187,12 @@ SIGNATURES = (
     # (and a compiled module named alone by its convention's suffix, "_version_cpu.so: undefined symbol", torch-scatter's)
     Signature("import-fails", r"(?<![\w/\\.-])(?!lib)\w+(%s|_cpu)\.(so|pyd)[.\d]*:? undefined symbol" % COMPILED_SUFFIX,
               unless=(TORCH_OWN_LIBRARY,),
-              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              cause=BUILT_FOR_ANOTHER_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"^\W*(flash_attn\w*|xformers|torch_(sparse|scatter|cluster|spline_conv)|mmcv\w*|detectron2|"
                               r"pytorch3d|torchvision|torchaudio|transformer_engine|deepspeed|vllm|\w+%s)\W{0,3}(\w+\W{1,3}){0,2}?"
                               r"undefined symbol\b(\W*error)?\W*$" % COMPILED_SUFFIX,
-              cause="a compiled extension was built against another torch release or CUDA than the installed ones",
+              cause=BUILT_FOR_ANOTHER_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
     # pybind11's own check of the Python a module was built for ("ImportError: Python version mismatch: module was compiled
     # for Python 3.10, but the interpreter version is incompatible: 3.11.6", pybind11/detail/common.h)

@@ -83,6 +83,9 @@ FP16_LOWER_LR = Remedy("Or keep fp16 with a lower learning rate, gradient clippi
 FP32_MASTER_WEIGHTS = Remedy("Load the model (or the parameters being trained: LoRA weights, the UNet) in float32 and let "
                              "autocast compute in fp16; or train in bf16 where the GPU has it", id="fp32-master-weights")
 
+# A model whose activations pass fp16's range, however the run shows it
+OVERFLOWS_IN_FP16 = "the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32"
+
 SIGNATURES = (
     Signature("fp16-fails", r"(?<!\w)\"?\w{1,80}\"? not implemented for 'Half'", frames=_MODEL_FRAMES, frames_required=True, supporting=True,
               cause="this torch has no CPU kernel for an operation the model runs in fp16 (torch before 2.1 lacks fp16 "
@@ -107,7 +110,7 @@ SIGNATURES = (
               # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
               context=(r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
                        r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(",), context_required=True,
-              cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
+              cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
     # runtime/fp16/loss_scaler.py "Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.";
@@ -126,7 +129,7 @@ SIGNATURES = (
     # transformers' own overflow detector (debug_utils.DebugUnderflowOverflow, `--debug underflow_overflow`: "Detected inf/nan
     # during batch_number=0", then the last frames' absolute min and max): run to find where a model overflows in fp16
     Signature("fp16-overflow", r"Detected inf/nan during batch_number=\d+",
-              cause="the model overflows in fp16 (values past 65504 become inf, then NaN): it was trained in bf16 or fp32",
+              cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # AUTOMATIC1111's own NaN check (modules/devices.py test_for_nans): "A tensor with all NaNs was produced in VAE. This
     # could be because there's not enough precision to represent the picture. Try adding --no-half-vae ..."

@@ -11,11 +11,11 @@ from typing import Tuple
 
 # English, then Chinese, Japanese, Korean, Russian, Spanish, Portuguese, German and French words for "error", "fails",
 # "not supported", "does not work", "crashes"
-FAILED = (r"(?i:\berrors?\b|\bfail(s|ed|ing|ure)?\b|\bnot (supported|working|work(s|ing)?|available)\b|"
+FAILED = (r"(?i:\berror(s|es)?\b|\bfail(s|ed|ing|ure)?\b|\bnot (supported|working|work(s|ing)?|available)\b|"
           r"\b(does|do|did|is)(n'?t| not) (work|supported)\b|\bcrash(es|ed|ing)?\b|\bbroken\b|\bunsupported\b|"
           r"\bcan'?t (run|load|use|import)\b|\bcannot (run|load|use|import)\b|"
           r"报错|错误|失败|不支持|无法(运行|使用|加载)|エラー|失敗|動かない|使えない|오류|에러|실패|"
-          r"ошибк|не работает|не поддерживает|no funciona|não funciona|\berror(es)?\b|\berro\b|\bfehler\b|\berreur\b|"
+          r"ошибк|не работает|не поддерживает|no funciona|não funciona|\berro\b|\bfehler\b|\berreur\b|"
           r"no (es|está) (compatible|soportad)|não (é )?(compatível|suportad))")
 
 

@@ -213,9 +213,6 @@ _SKIP_REASON = re.compile(r"^\s*(SKIPPED|XFAIL) \[\d+\] \S+:\d+: |^\S+::\S+ (SKI
 _HANDLED = re.compile(r"^\s*Warning: caught exception '.*', memory monitor disabled\s*$")
 
 
-_WRAP = re.compile(r"[ \t]*\n[ \t]*")
-
-
 def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
     """Lines that carry a signature's words without an exception type (a warning, a message
     pasted alone): read only when no raised error explains anything."""
@@ -252,6 +249,17 @@ def _last_error(errors: Sequence[RaisedError]) -> int:
     return max((e.line for e in errors if e.shape != "line" or ERROR_WORDS.search(e.text)), default=-1)
 
 
+def _weighed(checks: Sequence[Check], error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
+             near: List[NearMiss]) -> List[_Hit]:
+    """Every signature's reading of one error's (canonical) text."""
+    return [hit for check in checks for sig in check.signatures
+            if (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
+
+
+# The line breaks of a wrapped message, with the indent the paste gave its continuation lines
+_WRAP = re.compile(r"[ \t]*\n[ \t]*")
+
+
 def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[Check],
           near: List[NearMiss], last: int) -> Tuple[List[_Hit], List[str]]:
     hits: List[_Hit] = []
@@ -261,14 +269,12 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     for error in errors:
         text = canonical(error.text)
         folded = text.lower()
-        found = [hit for check in checks for sig in check.signatures
-                 if (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
+        found = _weighed(checks, error, text, folded, surroundings, near)
         if not found and "\n" in text:
             # A message the paste wrapped (an email's or an issue's line length, a commit message's 72 columns: "dtypes
             # match,\n  got BFloat16 for the destination"): read again as one line
             text = _WRAP.sub(" ", text)
-            found = [hit for check in checks for sig in check.signatures
-                     if (hit := _weigh(check, sig, error, text, text.lower(), surroundings, near)) is not None]
+            found = _weighed(checks, error, text, text.lower(), surroundings, near)
         read.append((error, found))
     # What the run stopped on, for the readings of a warning it may go on after (Signature.last_only): its last raised or
     # worded error, or else, where the log has none after it, the last line a signature reads (not a question after it)
