@@ -133,6 +133,8 @@ _FLOATS = r"(Float|Half|BFloat16)"
 _TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>Float|Half|BFloat16)(?:Tensor)?\)?%s"
         r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)(Float|Half|BFloat16)(?:Tensor)?\)?")
 MPS_MIX = "float32 and half tensors met in one operation on the Mac's MPS backend"
+# torch 0.4-1.5 named the two dtypes in two wordings, one signature each (_TWO's named group is one per pattern)
+MIX_OLDER_WORDING = "two tensors of different float dtypes met in one operation (an older torch's wording)"
 
 _SIGNATURES = (
     # (torch 0.4 to 1.x also wrote "expected type torch.cuda.FloatTensor but got torch.cuda.HalfTensor")
@@ -155,11 +157,11 @@ _SIGNATURES = (
     # torch 0.4's for a sequence argument ("Expected a Tensor of type torch.cuda.HalfTensor but found a type
     # torch.cuda.FloatTensor for sequence element 926": torch.cat of fp16 and fp32 gradients)
     Signature("mixes-rejected", r"Expected object of scalar type %s" % (_TWO % " but got scalar type "),
-              cause="two tensors of different float dtypes met in one operation (an older torch's wording)", remedies=REMEDIES),
+              cause=MIX_OLDER_WORDING, remedies=REMEDIES),
     # (torch 0.4-1.0's for an argument: "Expected object of type torch.cuda.FloatTensor but found type torch.cuda.HalfTensor
     # for argument #2 'weight'", an fp16 model fed fp32 input)
     Signature("mixes-rejected", r"Expected object of type %s" % (_TWO % " but found type "),
-              cause="two tensors of different float dtypes met in one operation (an older torch's wording)", remedies=REMEDIES),
+              cause=MIX_OLDER_WORDING, remedies=REMEDIES),
     Signature("mixes-rejected", r"Expected a Tensor of type %s" % (_TWO % " but found a type "),
               cause="tensors of different float dtypes in one sequence argument (torch.cat of fp16 and fp32; torch 0.4)",
               remedies=REMEDIES),
