@@ -23,7 +23,8 @@ CHECKS = {c.check.id: c.check for c in load_checks(plugins=False)[0]}
 SNAPSHOTS = ["h200-torch-2.11.0-cu130.json", "h200-seed-003-dora-fp8.json", "h200-onetrainer-flux-nf4.json", "h200-apex-python-only.json",
              "h200-apex-sm90-cuda-ext.json", "h100-torch-2.11.0-cu130.json", "h200-torch-2.11.0-cu130-bitsandbytes-0.50.2.json",
              "h200-bnb-cuda-version-132.json", "h200-bnb-cuda-version-126.json", "h200-bnb-cuda-version-139.json",
-             "h200-torch-2.11.0-cu130-fft.json", "h200-torch-2.11.0-cu130-companions-deferred.json"]
+             "h200-torch-2.11.0-cu130-fft.json", "h200-torch-2.11.0-cu130-companions-deferred.json",
+             "h100-torch-2.11.0-cu130-stop48.json"]
 HOPPERS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
@@ -68,6 +69,18 @@ def test_on_a_real_gpu_stack_the_paired_torchvision_is_loaded_alone_and_bitsandb
     # bitsandbytes' import wraps ops in torch.compile; on the GPU four such calls were deferred, every one in its own fallback
     assert ops["bitsandbytes"]["ok"] and ops["bitsandbytes"]["compile_deferred"] == {"calls": 4, "unguarded": 0}
     assert after["extension-abi"]["findings"] == []
+
+
+def test_on_a_real_hopper_bf16_support_times_no_matmuls_where_bf16_is_native() -> None:
+    """Stop 47 made bf16-support time its matmuls only where bf16 may be emulated (the timing is that finding's
+    evidence). Recorded on an H100 with this code in stop 48: the GPU says bf16 is native, no timing ran, the
+    bf16 matmul itself still did, and the findings are those of the H200 recorded before the change (timed)."""
+    before, after = checks_of("h200-torch-2.11.0-cu130-companions-deferred.json"), checks_of("h100-torch-2.11.0-cu130-stop48.json")
+    (timed,), (untimed,) = before["bf16-support"]["facts"]["devices"], after["bf16-support"]["facts"]["devices"]
+    assert timed["is_bf16_supported_native"] and "timing" in timed
+    assert untimed["is_bf16_supported_native"] and "timing" not in untimed
+    assert [(o["op"], o["ok"]) for o in after["bf16-support"]["facts"]["ops"]] == [("tensor", True), ("matmul", True)]
+    assert {i: codes(c["findings"]) for i, c in before.items()} == {i: codes(c["findings"]) for i, c in after.items()}
 
 
 def test_a_hopper_under_a_torch_built_with_cuda_11_7_has_no_cufft_and_the_traceback_is_confirmed_by_it() -> None:
