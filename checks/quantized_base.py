@@ -192,6 +192,12 @@ SIGNATURES = (
     Signature("quantized-fails", r"'NoneType' object has no attribute 'c[a-z]\w+'|lib\w+\.so[.\d]*: cannot open shared object file",
               frames=(r"bitsandbytes/",), frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
+    # (where no frame is pasted, its library's own function names say whose it is: bitsandbytes/functional.py calls
+    # lib.cquantize_blockwise_bf16_fp4, lib.cdequantize_blockwise_fp32, lib.cint8_vector_quant, lib.cget_col_row_stats,
+    # lib.cigemm, lib.cgemm_4bit_inference_naive_fp16)
+    Signature("quantized-fails", r"'NoneType' object has no attribute 'c(de)?quantize_blockwise_\w+'|"
+                                 r"'NoneType' object has no attribute 'c(int8_\w+|get_col_row_stats|igemm\w*|gemm_4bit_\w+)'",
+              unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY, remedies=EXPLAIN_REMEDIES),
     # (and on Windows: "FileNotFoundError: Could not find module '...\\bitsandbytes\\libbitsandbytes_cuda118.dll' (or one of
     # its dependencies)", a wheel whose DLL or the CUDA DLLs it needs are missing)
     Signature("quantized-fails", r"Could not find module '[^'\n]*bitsandbytes[\\/]+libbitsandbytes\w*\.dll'",

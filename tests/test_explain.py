@@ -2143,3 +2143,22 @@ def test_what_batch_78_found() -> None:
     diagnosis = explained("ImportError: DLL load failed while importing cuda_utils\n").diagnoses[0]
     assert (diagnosis.check, diagnosis.code) == ("extension-abi", "import-fails")
     assert "triton-cache-clear" in {r.id for r in diagnosis.remedies}
+
+
+def test_what_batch_80_found() -> None:
+    """Batch 80's dev part (projects' docs and commit history): each was read wrongly before, and is read right now;
+    with the look-alikes each reading must still refuse."""
+    # the driver's own library missing (no driver, a container started without the NVIDIA runtime); not the toolkit's
+    driver = "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory\n"
+    assert code_of(driver) == ("cuda-compat", "no-cuda-device")
+    assert code_of("OSError: libcuda.so: cannot open shared object file: No such file or directory\n") == ("cuda-compat", "no-cuda-device")
+    assert code_of("ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n")[1] != "no-cuda-device"
+    # NCCL's own allocation on a device torch's caching allocator had filled
+    assert code_of("Failed to CUDA calloc async 4194304 bytes\n") == ("device-memory", "out-of-memory")
+    assert code_of("Failed to CUDA calloc async N bytes\n") == ("device-memory", "out-of-memory")
+    # bitsandbytes' native functions on a library it could not load, named without a frame
+    title = "我添加了load_in_4bit=True运行出现了AttributeError: 'NoneType' object has no attribute 'cquantize_blockwise_bf16_fp4'\n"
+    assert code_of(title) == ("quantized-base", "quantized-fails")
+    assert code_of("AttributeError: 'NoneType' object has no attribute 'cint8_vector_quant'\n") == ("quantized-base", "quantized-fails")
+    assert top("AttributeError: 'NoneType' object has no attribute 'config'\n") == "none"
+    assert top("AttributeError: 'NoneType' object has no attribute 'crs'\n") == "none"

@@ -302,7 +302,8 @@ SIGNATURES = (
     Signature("driver-too-old", CUDA_UNAVAILABLE, unless=CHECKPOINT_SAVED_ON_CUDA, confirmed_by=("cuda-compat:driver-too-old",),
               cause="a driver older than torch's CUDA build: torch then finds no usable device instead of failing",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
-    Signature("no-cuda-device", r"Found no NVIDIA driver on your system",
+    Signature("no-cuda-device", r"Found no NVIDIA driver on your system|"
+                                r"\blibcuda\.so(\.1)?: cannot open shared object file",  # the driver's own library, not the toolkit's
               cause="no NVIDIA driver (libcuda) is installed or loaded",
               remedies=(VISIBLE_GPU,)),
     # nvidia-smi unable to reach the kernel driver: its module is not loaded (a kernel updated without its DKMS build, a

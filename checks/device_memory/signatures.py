@@ -115,6 +115,11 @@ SIGNATURES = (
               unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
               cause="the device's (or the host's) memory ran out: the batch, resolution or model does not fit next to what is "
                     "resident", remedies=EXPLAIN_REMEDIES),
+    # (NCCL's own allocation beside torch's caching allocator, which had reserved the device: "Failed to CUDA calloc async
+    # 4194304 bytes", NCCL's alloc.h; a log may hold a placeholder for the count)
+    Signature("out-of-memory", r"\bFailed to CUDA calloc( async)? \S+ bytes", unless=PROGRAM_GROWTH + (IMPOSSIBLE_SIZE,),
+              cause="NCCL could not allocate its buffers on the GPU: the memory was held by the run (torch's caching allocator "
+                    "keeps what it freed)", remedies=EXPLAIN_REMEDIES),
     # (torch 0.x's THC wording: "cuda runtime error (2) : out of memory at /pytorch/aten/src/THC/...", spaced as pasted)
     # (and Intel's XPU runtime: "RuntimeError: Allocation is out of device memory on current platform.")
     Signature("out-of-memory", r"CUDA (driver )?error: out of memory|CUDA_ERROR_OUT_OF_MEMORY|Allocation is out of device memory\b|"
