@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from envdoctor.pipeline import flows
+from envdoctor.pipeline.children import wait_for_reaping
 from envdoctor.pipeline.explain import Explanation
 from envdoctor.render import notebook as cell
 from envdoctor.render.html import lines_html
@@ -51,6 +52,7 @@ def check(config: Paths = None, python: Optional[str] = None, show: bool = True,
     report = flows.check(_request(python, config, options), progress_display(show))
     if show:
         _present(report, lambda: render_terminal(report, verbose=verbose))
+    wait_for_reaping()  # the workers were torn down while the report was judged and shown: gone when this returns
     return report
 
 
@@ -98,6 +100,7 @@ def fix(yes: bool = False, config: Paths = None, python: Optional[str] = None, p
     result = FixResult(done.plan.to_dict(), done.outcome.to_dict() if done.outcome else None, done.notes)
     if show:
         _present(result, lambda: print("\n".join(result.lines())))
+    wait_for_reaping()
     return result
 
 
@@ -110,6 +113,7 @@ def explain(text_or_exception: Union[str, BaseException, None] = None, probe: bo
     explanation = flows.explain(read_text(_traceback_text(text_or_exception)), probe=probe, python=python)
     if show:
         _present(explanation, lambda: print("\n".join(explanation_lines(explanation.to_dict()))))
+    wait_for_reaping()
     return explanation
 
 

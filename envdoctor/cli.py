@@ -431,7 +431,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("envdoctor: error: %s" % exc.format_message(), file=sys.stderr)  # type: ignore[attr-defined]
             return 2
         raise
+    finally:
+        _reaped()
     return result if isinstance(result, int) else 0
+
+
+def _reaped() -> None:
+    """The command's workers, killed while it judged and printed, reaped before it returns (only where a
+    command started any: --version imports nothing for this)."""
+    children = sys.modules.get("envdoctor.pipeline.children")
+    if children is not None:
+        children.wait_for_reaping()
 
 
 if __name__ == "__main__":  # pragma: no cover

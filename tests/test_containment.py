@@ -227,3 +227,40 @@ def test_a_target_that_hangs_with_a_grandchild_holding_its_output_ends_by_timeou
     _, err = child.communicate(timeout=30)  # a liveness bound, not a timing
     assert child.returncode != 0 and "Traceback" not in err, err
     assert _running(marker) == []
+
+
+def test_a_check_that_ended_well_is_judged_while_its_workers_are_torn_down_and_returns_with_them_gone(monkeypatch) -> None:
+    """A worker holding a CUDA context takes a GPU machine some 0.2 s to tear down (measured on an H100,
+    tests/fixtures/measurements): check kills its workers at once and reaps them while it judges and prints. When
+    the call returns, each is reaped and its process group is empty, as before."""
+    import envdoctor
+    from envdoctor.pipeline import children
+
+    stopped: list = []
+    real = children.kill_group_meanwhile
+
+    def recording(child: subprocess.Popen) -> None:
+        real(child)
+        stopped.append((child, children._REAPERS[-1]))  # the reaper that thread started for it
+
+    monkeypatch.setattr(children, "kill_group_meanwhile", recording)
+    monkeypatch.setattr("envdoctor.pipeline.check.runner.kill_group_meanwhile", recording)
+    report = envdoctor.check(show=False, only=["torch-install"], default_config=False)
+    assert report.exit_code == 0 and len(stopped) == 1
+    child, reaper = stopped[0]
+    assert reaper.name == "envdoctor-reaper-%d" % child.pid and not reaper.daemon  # the interpreter waits for it at exit
+    assert not reaper.is_alive() and child.returncode == -signal.SIGKILL
+    assert not children._live_members(child.pid) and children._REAPERS == []
+
+
+def test_the_reaping_a_kill_leaves_to_a_thread_ends_the_whole_group() -> None:
+    """kill_group_meanwhile on a real child leading a group with a grandchild: the call returns at once, and
+    wait_for_reaping() returns with both gone."""
+    from envdoctor.pipeline import children
+
+    child = subprocess.Popen(["/bin/sh", "-c", "sleep 300 & sleep 300"], **children.own_group())
+    time.sleep(0.2)  # the grandchild has started
+    assert children._live_members(child.pid)
+    children.kill_group_meanwhile(child)
+    children.wait_for_reaping()
+    assert child.returncode == -signal.SIGKILL and not children._live_members(child.pid)

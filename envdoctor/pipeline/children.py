@@ -9,8 +9,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 POSIX = os.name == "posix"
 
@@ -41,11 +42,42 @@ GROUP_GONE_S = 2.0
 def kill_group(child: subprocess.Popen[Any]) -> None:
     """SIGKILL the child and every process of its group, reap the child, and wait (briefly) until no
     process of the group is left: when envdoctor returns, what it started is gone, not going."""
+    _signal_group(child)
+    _reap_group(child)
+
+
+def kill_group_meanwhile(child: subprocess.Popen[Any]) -> None:
+    """kill_group, the reaping in a thread: the SIGKILL is sent now, and the caller goes on (judging, printing)
+    while the kernel tears the child down, which for a worker holding a CUDA context takes a GPU machine some
+    0.2 s. The thread is not a daemon, so the interpreter waits for it at exit; wait_for_reaping() waits sooner."""
+    _signal_group(child)
+    reaper = threading.Thread(target=_reap_group, args=(child,), name="envdoctor-reaper-%d" % child.pid)
+    with _REAPERS_LOCK:
+        _REAPERS.append(reaper)
+    reaper.start()
+
+
+def wait_for_reaping() -> None:
+    """Until every child kill_group_meanwhile stopped is reaped and its group gone (a command's or an API call's end)."""
+    with _REAPERS_LOCK:
+        reapers, _REAPERS[:] = list(_REAPERS), []
+    for reaper in reapers:
+        reaper.join()
+
+
+_REAPERS: List[threading.Thread] = []
+_REAPERS_LOCK = threading.Lock()
+
+
+def _signal_group(child: subprocess.Popen[Any]) -> None:
     if POSIX:
         with contextlib.suppress(OSError):
             os.killpg(child.pid, signal.SIGKILL)
     if child.poll() is None:
         child.kill()
+
+
+def _reap_group(child: subprocess.Popen[Any]) -> None:
     child.wait()
     if POSIX:
         deadline = time.monotonic() + GROUP_GONE_S

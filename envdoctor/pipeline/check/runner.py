@@ -29,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Sequence
 
 import envdoctor.target as wall
 from envdoctor.pipeline.check.request import UsageError
-from envdoctor.pipeline.children import kill_group, own_group
+from envdoctor.pipeline.children import kill_group, kill_group_meanwhile, own_group
 from envdoctor.target.redact import Redactor
 
 # envdoctor's own folder: the worker loads envdoctor.target (the wall) from it, nothing else
@@ -201,8 +201,8 @@ class Worker:
         except subprocess.TimeoutExpired:
             return None
 
-    def kill(self) -> None:
-        kill_group(self.proc)
+    def kill(self, meanwhile: bool = False) -> None:
+        (kill_group_meanwhile if meanwhile else kill_group)(self.proc)
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -368,7 +368,7 @@ class Runner:
             restarts += 1
             self._worker = None
         if not keep:
-            self.close()
+            self.close(meanwhile=True)  # the results are judged and printed while the worker is torn down
         assert self._hello is not None and self._torch_import is not None
         return RunResult(self._hello, self._torch_import, outcomes, restarts, self._system or {}, self._torch_runtime)
 
@@ -495,10 +495,11 @@ class Runner:
     def _lost_list(self, check_id: str) -> List[Dict[str, Any]]:
         return list(self._lost.get(check_id, {}).values())
 
-    def close(self) -> None:
+    def close(self, meanwhile: bool = False) -> None:
+        """Kill the worker; `meanwhile`: its reaping goes on while the caller judges and prints (children.py)."""
         if self._worker is not None:
             # Results are in; tearing torch and CUDA down would only cost time.
-            self._worker.kill()
+            self._worker.kill(meanwhile)
             self._worker = None
 
 
