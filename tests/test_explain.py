@@ -2162,3 +2162,17 @@ def test_what_batch_80_found() -> None:
     assert code_of("AttributeError: 'NoneType' object has no attribute 'cint8_vector_quant'\n") == ("quantized-base", "quantized-fails")
     assert top("AttributeError: 'NoneType' object has no attribute 'config'\n") == "none"
     assert top("AttributeError: 'NoneType' object has no attribute 'crs'\n") == "none"
+
+
+def test_what_batches_81_to_83_found() -> None:
+    """Batch 83's dev part: torch's own host allocator refusing is the host's RAM (device-memory owns the host's memory
+    too), in Windows' and Linux's wordings; a request of a terabyte or more is a program's size gone wrong."""
+    windows = ("RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough "
+               "memory: you tried to allocate 268435456 bytes.\n")
+    linux = ("RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
+             "to allocate 34359738368 bytes. Error code 12 (Cannot allocate memory)\n")
+    for text in (windows, linux, "DefaultCPUAllocator: not enough memory: you tried to allocate 6291456000 bytes.\n"):
+        diagnosis = explained(text).diagnoses[0]
+        assert (diagnosis.check, diagnosis.code) == ("device-memory", "out-of-memory"), text
+        assert "host" in diagnosis.cause
+    assert top("DefaultCPUAllocator: can't allocate memory: you tried to allocate 2305843009213693952 bytes.\n") == "none"

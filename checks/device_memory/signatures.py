@@ -202,6 +202,14 @@ SIGNATURES = (
               cause="the host ran out of RAM: Python could not allocate memory (a replay buffer or dataset held whole, or a "
                     "32-bit Python's address space)",
               remedies=(HOST_RAM,)),
+    # torch's own host allocator refusing (c10's alloc_cpu.cpp: "DefaultCPUAllocator: not enough memory: you tried to allocate
+    # 268435456 bytes" on Windows, "... can't allocate memory: you tried to allocate ... Error code 12" on Linux): the
+    # host's RAM, not the GPU's; not a request of a terabyte or more, which is a program's size gone wrong
+    Signature("out-of-memory", r"DefaultCPUAllocator: (not enough memory|can't allocate memory)\b",
+              unless=(r"you tried to allocate \d{13,} bytes",),
+              cause="the host ran out of RAM: torch could not allocate a CPU tensor (a model loaded whole on the CPU before "
+                    "it moves, a dataset or batch held in RAM, a paging file too small on Windows)",
+              remedies=(HOST_RAM, PAGING_FILE_BIGGER)),
     # Windows' commit limit reached while a process maps a DLL (torch's, whichever library loads it) or a file (a
     # safetensors checkpoint's "os error 1455")
     Signature("out-of-memory", PAGING_FILE,
