@@ -2166,7 +2166,8 @@ def test_what_batch_80_found() -> None:
 
 def test_what_batches_81_to_83_found() -> None:
     """Batch 83's dev part: torch's own host allocator refusing is the host's RAM (device-memory owns the host's memory
-    too), in Windows' and Linux's wordings; a request of a terabyte or more is a program's size gone wrong."""
+    too), in Windows' and Linux's wordings; a request of a terabyte or more is a program's size gone wrong. And a package
+    that loads the CUDA runtime itself says which library it could not load."""
     windows = ("RuntimeError: [enforce fail at ..\\c10\\core\\impl\\alloc_cpu.cpp:72] data. DefaultCPUAllocator: not enough "
                "memory: you tried to allocate 268435456 bytes.\n")
     linux = ("RuntimeError: [enforce fail at alloc_cpu.cpp:83] err == 0. DefaultCPUAllocator: can't allocate memory: you tried "
@@ -2176,3 +2177,8 @@ def test_what_batches_81_to_83_found() -> None:
         assert (diagnosis.check, diagnosis.code) == ("device-memory", "out-of-memory"), text
         assert "host" in diagnosis.cause
     assert top("DefaultCPUAllocator: can't allocate memory: you tried to allocate 2305843009213693952 bytes.\n") == "none"
+    # a package loading the CUDA runtime itself (cpm_kernels) and naming what it could not load, inside a sentence
+    diagnosis = explained("执行infer.py(python infer.py)遇到错误：RuntimeError: Library cudart is not initialized，是怎么回事啊？\n").diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("extension-abi", "import-fails")
+    assert "cuda-runtime-for-extension" in {r.id for r in diagnosis.remedies}
+    assert top("RuntimeError: Library foo is not initialized\n") == "none"

@@ -379,6 +379,16 @@ SIGNATURES = (
               unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes", TENSORFLOW_LOADER),
               cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
               remedies=(REINSTALL_EXTENSION,)),
+    # A package that loads the CUDA runtime by itself through ctypes and names what it could not load: cpm_kernels (the
+    # int4 kernels of ChatGLM and MiniCPM's quantized models) says "RuntimeError: Library cudart is not initialized"
+    # (cpm_kernels/library/base.py) where no libcudart of its own is on the library path; torch's bundled runtime is not
+    # one it looks for (github.com/THUDM/ChatGLM-6B FAQ: `conda install cudatoolkit`)
+    Signature("import-fails", r"\bLibrary (cudart|cublas|cublasLt|nvrtc|curand) is not initialized\b",
+              cause="a package that loads the CUDA runtime itself (cpm_kernels, the int4 kernels of quantized ChatGLM and "
+                    "MiniCPM models) found no CUDA runtime library of its own; torch's bundled one is not where it looks",
+              remedies=(Remedy("Install the CUDA runtime it loads (`conda install cudatoolkit`, or the CUDA toolkit of "
+                               "torch's CUDA version on the library path), or run the model unquantized or on its CPU path",
+                               id="cuda-runtime-for-extension"),)),
     # onnxruntime-gpu's CUDA execution provider, a compiled library like any extension, failing to load the CUDA and cuDNN
     # libraries its build was linked against: "Failed to load library libonnxruntime_providers_cuda.so with error:
     # libcublasLt.so.11: cannot open shared object file" (a CUDA 11 build on Colab's CUDA 12), Windows' "LoadLibrary failed
