@@ -2182,3 +2182,13 @@ def test_what_batches_81_to_83_found() -> None:
     assert (diagnosis.check, diagnosis.code) == ("extension-abi", "import-fails")
     assert "cuda-runtime-for-extension" in {r.id for r in diagnosis.remedies}
     assert top("RuntimeError: Library foo is not initialized\n") == "none"
+
+
+def test_what_batch_84_found() -> None:
+    """Batch 84's dev part: CUDA's "invalid device function" (no code for this GPU) in CUDA 10.1's numbering and in an
+    extension's own check macro, as torch 0.x's THC wrote it; not where a FAQ merely names the error."""
+    thc = "THCudaCheck FAIL file=/home/u/SSD/csrc/random_horiz_flip.cu line=158 error=98 : invalid device function\n"
+    assert code_of(thc) == ("cuda-compat", "no-kernel-image")
+    assert code_of("> `cudaCheckError() failed : invalid device function`\n> `Process finished with exit code 139`\n") == (
+        "cuda-compat", "no-kernel-image")
+    assert top("If you get `CUDA error: invalid device function` errors, make sure only one libcudart is on the path.\n") != "cuda-compat"

@@ -118,9 +118,11 @@ SIGNATURES = (
     # consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
     # (rocm.docs.amd.com, the system requirements' GPU list); rocBLAS finding no kernels (Tensile library) for the card's
     # target ("Cannot read ...\rocblas\library\TensileLibrary.dat: No such file or directory for GPU arch : gfx1103")
-    # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function")
+    # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function";
+    # CUDA 10.1 renumbered it 98: "THCudaCheck FAIL file=.../random_horiz_flip.cu line=158 error=98 : invalid device function";
+    # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function")
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
-                                 r"(cuda runtime error \(8\)|error=8) ?: ?invalid device function|"
+                                 r"(cuda runtime error \((8|98)\)|error=(8|98)|\w+\(\) failed) ?: ?invalid device function|"
                                  r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: [^\n]{0,40}for GPU arch",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
