@@ -2192,3 +2192,25 @@ def test_what_batch_84_found() -> None:
     assert code_of("> `cudaCheckError() failed : invalid device function`\n> `Process finished with exit code 139`\n") == (
         "cuda-compat", "no-kernel-image")
     assert top("If you get `CUDA error: invalid device function` errors, make sure only one libcudart is on the path.\n") != "cuda-compat"
+
+
+def test_what_the_review_of_stop_48s_readings_found() -> None:
+    """A helper wrote 48 inputs to break this stop's readings (as torch, NCCL, peft and bitsandbytes print them). Two
+    readings lost to an older one in a real log: NCCL's failed allocation under torch's own 'unhandled cuda error'
+    exception, and bitsandbytes' None library under a paste whose only frame is peft's layer for it."""
+    ddp = ("[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+           "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+           "[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank1]: Last error:\n"
+           "[rank1]: Failed to CUDA calloc async 4194304 bytes\n")
+    assert code_of(ddp) == ("device-memory", "out-of-memory")
+    other = ddp.replace("Failed to CUDA calloc async 4194304 bytes", "Cuda failure 'peer access is not supported between these two devices'")
+    assert code_of(other) == ("distributed", "collective-fails")
+    peft = ("  File \"/home/u/.venv/lib/python3.11/site-packages/peft/tuners/lora/bnb.py\", line 452, in forward\n"
+            "    result = self.base_layer(x, *args, **kwargs)\n"
+            "  File \"/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py\", line 1511, in _wrapped_call_impl\n"
+            "    return self._call_impl(*args, **kwargs)\n"
+            "AttributeError: 'NoneType' object has no attribute 'cgemm_4bit_inference_naive_bf16'\n")
+    assert code_of("Traceback (most recent call last):\n" + peft) == ("quantized-base", "quantized-fails")
+    shapes = peft.replace("AttributeError: 'NoneType' object has no attribute 'cgemm_4bit_inference_naive_bf16'",
+                          "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4096x3072 and 1x1179648)")
+    assert top("Traceback (most recent call last):\n" + shapes) == "dora-fp8"

@@ -177,8 +177,11 @@ SIGNATURES = (
     # ncclUnhandledCudaError): on one rank, a GPU that ran out of memory or hit an error before, or a transport its driver
     # refuses (NVLink SHARP, peer-to-peer); NCCL_DEBUG=INFO names the CUDA call
     # (torch 0.4's DataParallel words it "NCCL Error 1: unhandled cuda error", the error's number in NCCL's enum)
+    # (not where NCCL's "Last error:" says the call was an allocation that failed, "Failed to CUDA calloc async 4194304
+    # bytes", "Cuda failure 'out of memory'": the GPU's memory, device-memory's)
     Signature("collective-fails", r"NCCL [Ee]rror[^\n]*\bunhandled cuda error|\bncclUnhandledCudaError\b|"
                                   r"\bNCCL_ERROR_UNHANDLED_CUDA_ERROR\b", across_ranks=True,
+              unless=(r"\bFailed to CUDA calloc\b|Cuda failure '?out of memory|\bcudaErrorMemoryAllocation\b",),
               cause="a CUDA call inside NCCL failed on a rank: that GPU out of memory or failing already, or a transport its "
                     "driver refuses (peer-to-peer, NVLink SHARP); NCCL_DEBUG=INFO names the call",
               remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),

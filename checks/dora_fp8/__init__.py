@@ -62,6 +62,9 @@ _QUANT_ADAPTER_PATHS = r"peft[/\\]+(tuners[/\\]+lora[/\\]+(bnb|gptq|awq|aqlm|eet
 _INTERRUPTED = r"^\s*KeyboardInterrupt\s*$"
 _NOT_THE_ADAPTERS = r"(?!(KeyboardInterrupt|SystemExit|[\w.]*OutOfMemoryError)\b)(?!.*?\bout of memory\b)"
 _CUDA_ECHO = (r"device-side assert|index out of (range|bounds)|an illegal memory access was encountered",)
+# ... and bitsandbytes' functions on a native library it could not load ("'NoneType' object has no attribute
+# 'cgemm_4bit_inference_naive_bf16'"): any 4-bit forward meets that there; quantized-base's
+_BNB_WITHOUT_LIBRARY = (r"'NoneType' object has no attribute 'c[a-z]\w+'",)
 _ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
 # load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)
@@ -174,12 +177,12 @@ SIGNATURES = (
     # bounds, an illegal memory access are the data's or the kernel's)
     # (nor what any forward would meet there: the GPU's memory running out, the user's Ctrl-C)
     Signature("adapter-on-quantized-base", r"^" + _NOT_THE_ADAPTERS, frames=(_QUANT_ADAPTER_PATHS,), frames_required=True,
-              unless=_API_DRIFT + _CUDA_ECHO,
+              unless=_API_DRIFT + _CUDA_ECHO + _BNB_WITHOUT_LIBRARY,
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     # (a line naming those files, but not a warning they print on a run that goes on: "bnb.py:325: UserWarning: Merge lora
     # module to 4-bit linear may get different generations due to rounding errors")
     Signature("adapter-on-quantized-base", r"^%s(?!.*?\b\w*Warning: )(?=.*?%s)" % (_NOT_THE_ADAPTERS, _QUANT_ADAPTER_PATHS),
-              unless=_API_DRIFT + _CUDA_ECHO + (_INTERRUPTED,),
+              unless=_API_DRIFT + _CUDA_ECHO + _BNB_WITHOUT_LIBRARY + (_INTERRUPTED,),
               cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"(?i)^(?=.*?%s)(?=.*?(%s))(?=.*?(%s))" % (_ADAPTER, _QUANT_BASE, _FAILS),
               unless=_API_DRIFT + _NO_ADAPTER + _ARCH_NO_LORA, cause=_QUANTIZED_CAUSE, remedies=(ADAPTER_ON_QUANTIZED,)),
