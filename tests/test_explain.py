@@ -2214,3 +2214,18 @@ def test_what_the_review_of_stop_48s_readings_found() -> None:
     shapes = peft.replace("AttributeError: 'NoneType' object has no attribute 'cgemm_4bit_inference_naive_bf16'",
                           "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4096x3072 and 1x1179648)")
     assert top("Traceback (most recent call last):\n" + shapes) == "dora-fp8"
+
+
+def test_what_batch_85_found() -> None:
+    """Batch 85's dev part: cuDNN's own sub-library missing a symbol of cuDNN's own namespace is one cuDNN against
+    another (a system cuDNN shadowing torch's), not an extension built for another torch; a cuDNN function the loaded
+    libcudnn lacks is the same cause."""
+    shadowed = ("Could not load library libcudnn_cnn_train.so.8. Error: /usr/local/cuda-12.3/lib64/libcudnn_cnn_train.so.8: "
+                "undefined symbol: _ZN5cudnn3cnn34layerNormFwd_execute_internal_implERKNS_7backend11VariantPackEP11CUstream_st, "
+                "version libcudnn_cnn_infer.so.8\n")
+    assert code_of(shadowed) == ("cublas", "cudnn-failed")
+    assert code_of("undefined symbol: cudnnSetConvolutionGroupCount while running with cuDNN 7.0.3 and CUDA 9\n") == ("cublas", "cudnn-failed")
+    # an extension's own symbol is still the extension's
+    ext = ("  File \"/usr/lib/python3/site-packages/xformers/ops/fmha/__init__.py\", line 4, in <module>\n"
+           "ImportError: /usr/lib/python3/site-packages/xformers/_C.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    assert top("Traceback (most recent call last):\n" + ext) == "extension-abi"

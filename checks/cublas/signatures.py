@@ -40,6 +40,9 @@ SHAPES_DO_NOT_FIT = r"shapes cannot be multiplied|size mismatch, m1:|(?i:mismatc
 # cuBLAS's libraries named out of step: another CUDA's libcublas or a cuBLAS symbol missing
 CUBLAS_LIBRARIES = r"libcublas\w*\.so[.\d]*\S*:? (cannot open|undefined symbol|version)|cublas\w*\.dll|undefined symbol:? ?cublas|LD_LIBRARY_PATH"
 
+# cuDNN at run time another than torch's build expects (a system or conda cuDNN found first on the library path)
+CUDNN_NOT_TORCHS = "the libcudnn found at run time is not the one torch was built against"
+
 # Beside an out-of-memory hint these are device-memory's (its signatures need that context and outrank these).
 SIGNATURES = (
     # cuBLAS failing to create its handle is, as threads settle it, most often a GPU with no memory left for it
@@ -118,5 +121,8 @@ SIGNATURES = (
               cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
                     "needs, such as zlibwapi, missing)", remedies=LIBRARY_REMEDIES),
     Signature("cudnn-failed", r"cuDNN version incompatibility",
-              cause="the libcudnn found at run time is not the one torch was built against", remedies=EXPLAIN_REMEDIES[1:]),
+              cause=CUDNN_NOT_TORCHS, remedies=EXPLAIN_REMEDIES[1:]),
+    # (and a cuDNN function the loaded libcudnn lacks: "undefined symbol: cudnnSetConvolutionGroupCount while running with
+    # cuDNN 7.0.3", an older cuDNN from a conda `cuda` package or LD_LIBRARY_PATH found before the one torch needs)
+    Signature("cudnn-failed", r"undefined symbol:? ?cudnn[A-Z]\w+", cause=CUDNN_NOT_TORCHS, remedies=EXPLAIN_REMEDIES[1:]),
 )

@@ -136,8 +136,11 @@ SIGNATURES = (
     # (not a C++ symbol of the everyday libraries beside torch, whose own builds disagree: Arrow's, protobuf's,
     # sentencepiece's, OpenCV's)
     Signature("import-fails", r"undefined symbol: (_Z\S+|_*cuda\w+|nccl\w+|torch_\w+|aoti_torch_\w+)", frames=_EXT_FRAMES + _COMPANION_FRAMES,
+              # (nor cuDNN's own sub-libraries, one cuDNN's against another's: "Could not load library libcudnn_cnn_train.so.8.
+              # Error: /usr/local/cuda-12.3/lib64/libcudnn_cnn_train.so.8: undefined symbol: _ZN5cudnn3cnn...", a system cuDNN
+              # shadowing torch's; cuDNN cannot start, which is cublas's)
               unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)[^\n]*undefined symbol",
-                      r"undefined symbol: _ZN?[KRO]*(5arrow|6google8protobuf|13sentencepiece|2cv)\d"),
+                      r"undefined symbol: _ZN?[KRO]*(5arrow|6google8protobuf|13sentencepiece|2cv|5cudnn)\d"),
               cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
                     "than the installed torch",
               remedies=(REINSTALL_EXTENSION,)),
