@@ -2214,6 +2214,17 @@ def test_what_the_review_of_stop_48s_readings_found() -> None:
     shapes = peft.replace("AttributeError: 'NoneType' object has no attribute 'cgemm_4bit_inference_naive_bf16'",
                           "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4096x3072 and 1x1179648)")
     assert top("Traceback (most recent call last):\n" + shapes) == "dora-fp8"
+    # where the log's real error is unexplained, a line that tells an error as past is history, not the failure read instead
+    statedict = ("I first got `DefaultCPUAllocator: not enough memory: you tried to allocate 52428800 bytes` and fixed it by "
+                 "raising the page file.\nNow loading fails with:\nTraceback (most recent call last):\n"
+                 "  File \"/home/u/app/load.py\", line 12, in <module>\n    model.load_state_dict(sd)\n"
+                 "RuntimeError: Error(s) in loading state_dict for Net:\n\tMissing key(s) in state_dict: \"fc.weight\".\n")
+    assert top(statedict) == "none"
+    assert top("更新：之前那个 NCCL 报错（Last error: Failed to CUDA calloc async 4194304 bytes）是因为 0 号卡被占满了。\n"
+               "现在的错误：\nRuntimeError: Expected to have finished reduction in the prior iteration\n") != "device-memory"
+    assert top('Fixed "expected scalar type Half but found Float" on txt2vid.\n') == "none"
+    # the same lines, told as what happens now, are read
+    assert top("DefaultCPUAllocator: not enough memory: you tried to allocate 52428800 bytes\n") == "device-memory"
 
 
 def test_what_batch_85_found() -> None:
