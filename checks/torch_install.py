@@ -638,6 +638,14 @@ SIGNATURES = (
                                      r"\.\*\[0-9\] not found in the system path",
               cause="torch's CUDA wheel is installed without the nvidia-* packages it loads at import (a partial install, or "
                     "those packages removed by another install)", remedies=(REINSTALL_TORCH,)),
+    # glibc's static TLS exhausted while torch's libraries load ("ImportError: dlopen: cannot load any more object with
+    # static TLS", raised at torch/__init__.py's `from torch._C import *`): an old glibc, with libraries that use
+    # initial-exec TLS (OpenMP's, dlib's, OpenCV's) loaded before torch (github.com/pytorch/pytorch/issues/2575)
+    Signature("torch-import-failed", r"cannot load any more object with static TLS",
+              cause="glibc ran out of static TLS while loading torch's libraries: an old glibc, with other native libraries "
+                    "(OpenMP, dlib, OpenCV) loaded before torch",
+              remedies=(Remedy("Import torch before the other native libraries (`import torch` first in the script), or run "
+                               "on a newer glibc (a newer OS or container image)", id="torch-first-static-tls"),)),
     # (not torch._six: torch 2.0 removed it, so code importing it is older than the torch, apex's or another library's)
     Signature("torch-import-failed", r"No module named '?torch\.(_C|_utils|version)'?",
               # torch imported from a checkout of its source (a folder pytorch/ holding torch/, outside site-packages): the

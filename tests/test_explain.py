@@ -2240,3 +2240,17 @@ def test_what_batch_85_found() -> None:
     ext = ("  File \"/usr/lib/python3/site-packages/xformers/ops/fmha/__init__.py\", line 4, in <module>\n"
            "ImportError: /usr/lib/python3/site-packages/xformers/_C.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
     assert top("Traceback (most recent call last):\n" + ext) == "extension-abi"
+
+
+def test_what_batch_86_found() -> None:
+    """Batch 86's dev part: torch 0.x-1.x's static-TLS failure at `from torch._C import *` is torch's import failing (an
+    old glibc, other native libraries loaded first); rocBLAS without Tensile kernels where it names no GPU arch."""
+    tls = ("  File \"/root/anaconda3/envs/e/lib/python3.7/site-packages/torch/__init__.py\", line 81, in <module>\n"
+           "    from torch._C import *\nImportError: dlopen: cannot load any more object with static TLS\n")
+    diagnosis = explained("Traceback (most recent call last):\n" + tls).diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("torch-install", "torch-import-failed")
+    assert "torch-first-static-tls" in {r.id for r in diagnosis.remedies}
+    rocblas = ("rocBLAS error: Cannot read /home/k/miniconda3/envs/p/lib/python3.9/site-packages/torch/lib/rocblas/library/"
+               "TensileLibrary.dat: No such file or directory\n")
+    assert code_of(rocblas) == ("cuda-compat", "no-kernel-image")
+    assert code_of("Error: TensileLibrary.dat not found\n") == ("cuda-compat", "no-kernel-image")

@@ -117,13 +117,15 @@ SIGNATURES = (
     # current devices", the HSA runtime's "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid");
     # consumer RDNA cards close to a supported target run with HSA_OVERRIDE_GFX_VERSION
     # (rocm.docs.amd.com, the system requirements' GPU list); rocBLAS finding no kernels (Tensile library) for the card's
-    # target ("Cannot read ...\rocblas\library\TensileLibrary.dat: No such file or directory for GPU arch : gfx1103")
+    # target ("Cannot read ...\rocblas\library\TensileLibrary.dat: No such file or directory for GPU arch : gfx1103"; older
+    # rocBLAS names no arch: "Cannot read .../torch/lib/rocblas/library/TensileLibrary.dat: No such file or directory", "Error:
+    # TensileLibrary.dat not found", where the wheel's rocBLAS has no kernels for the card, or its library path is wrong)
     # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function";
     # CUDA 10.1 renumbered it 98: "THCudaCheck FAIL file=.../random_horiz_flip.cu line=158 error=98 : invalid device function";
     # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function")
     Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
                                  r"(cuda runtime error \((8|98)\)|error=(8|98)|\w+\(\) failed) ?: ?invalid device function|"
-                                 r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat: [^\n]{0,40}for GPU arch",
+                                 r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat(: [^\n]{0,40}for GPU arch|: No such file or directory| not found)",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
               confirmed_by=EXTENSION_WITHOUT_GPU_CODE,
               remedies=(WHEEL_FOR_GPU, Remedy("On ROCm, a card outside the wheel's targets: HSA_OVERRIDE_GFX_VERSION set to the "
