@@ -344,12 +344,12 @@ NUMPY_BELOW_2 = Remedy("Install numpy<2 beside this torch, or upgrade torch (and
 # torch's CPU build asked for CUDA, as torch says it and as people retype it (any case, "enabled" dropped, "built without
 # cuda support"; a machine translation in an issue's title: "Torch 未在启用 CUDA 的情况下编译")
 # (and the CPU build's missing CUDA half seen from a CUDA call: "Cannot get CUDA generator without ATen_cuda library", a
-# torch._C without its CUDA bindings: "module 'torch._C' has no attribute '_cuda_setDevice'")
+# torch._C without its CUDA bindings: "module 'torch._C' has no attribute '_cuda_setDevice'", "... '_CudaDeviceProperties'")
 _NOT_BUILT_WITH_CUDA = (r"(?i:Torch (is |was )?not compiled with CUDA|Torch (was )?(built|compiled) without CUDA)|Torch ?未在启用 ?CUDA ?的情况下编译|"
                         # (as Portuguese and Spanish users retype it: "Torch não foi compilado com CUDA habilitado", "Torch
                         # no fue compilado con CUDA")
                         r"(?i:Torch (não foi|no fue|no está|no esta) compilad[oa] co[nm] CUDA)|"
-                        r"without ATen_cuda library|module '?torch\._C'? has no attribute '?_cuda_\w+|"
+                        r"without ATen_cuda library|module '?torch\._C'? has no attribute '?(_cuda_\w+|_CudaDeviceProperties\b)|"
                         # (torch.cuda.nvtx's own words in a build without CUDA: "NVTX functions not installed. Are you sure you
                         # have a CUDA build?", torch/cuda/nvtx.py)
                         r"NVTX functions not installed\. Are you sure you have a CUDA build")

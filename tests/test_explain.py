@@ -2254,3 +2254,5 @@ def test_what_batch_86_found() -> None:
                "TensileLibrary.dat: No such file or directory\n")
     assert code_of(rocblas) == ("cuda-compat", "no-kernel-image")
     assert code_of("Error: TensileLibrary.dat not found\n") == ("cuda-compat", "no-kernel-image")
+    # torch._C without its GPU bindings, seen from another of them (a CPU wheel where a ROCm one was wanted)
+    assert code_of("AttributeError: module 'torch._C' has no attribute '_CudaDeviceProperties'\n") == ("torch-install", "cpu-only-torch")
