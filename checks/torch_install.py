@@ -357,6 +357,8 @@ _NOT_BUILT_WITH_CUDA = (r"(?i:Torch (is |was )?not compiled with CUDA|Torch (was
 NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the numpy they were built for (or reinstall them "
                      "for this numpy); in a notebook, restart the runtime after pip changes numpy", id="numpy-match")
 TORCH_LIBRARY_BROKEN = "torch is installed but one of its shared libraries is missing or mismatched"
+# torch's CUDA or ROCm library loaded by ctypes (an OSError): an extension's loader, not torch's own import (extension-abi)
+TORCH_VARIANT_BY_CTYPES = r"\bOSError: libtorch_(cuda|hip)(_cpp|_cu)?\.so[.\d]*: cannot open shared object file"
 
 SIGNATURES = (
     # (not pip's own build of a package that imports torch in its setup.py, inside the isolated environment pip builds in,
@@ -389,7 +391,8 @@ SIGNATURES = (
               # install, as its threads settle it)
               # (nor bitsandbytes' loader looking for the CUDA runtime its library was built for, under a torch of another
               # CUDA or a ROCm torch: "libcudart.so.12: cannot open shared object file" raised in bitsandbytes/cextension.py)
-              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER, r"bitsandbytes[\\/]+cextension\.py"),
+              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER, r"bitsandbytes[\\/]+cextension\.py",
+                      TORCH_VARIANT_BY_CTYPES),
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library

@@ -2256,3 +2256,9 @@ def test_what_batch_86_found() -> None:
     assert code_of("Error: TensileLibrary.dat not found\n") == ("cuda-compat", "no-kernel-image")
     # torch._C without its GPU bindings, seen from another of them (a CPU wheel where a ROCm one was wanted)
     assert code_of("AttributeError: module 'torch._C' has no attribute '_CudaDeviceProperties'\n") == ("torch-install", "cpu-only-torch")
+    # torch's CUDA or ROCm library named by a ctypes loader (an OSError): a package built for another torch build loading
+    # it, not torch's own import, which fails on it as an ImportError
+    assert code_of("OSError: libtorch_hip.so: cannot open shared object file: no such file or directory\n") == ("extension-abi", "import-fails")
+    own = ("  File \"/usr/lib/python3/site-packages/torch/__init__.py\", line 229, in <module>\n    from torch._C import *\n"
+           "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n")
+    assert top("Traceback (most recent call last):\n" + own) == "torch-install"

@@ -25,7 +25,7 @@ from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
 from ..cuda_compat.signatures import LOCATED_NO_KERNEL
-from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY, TENSORFLOW_LOADER
+from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY, TENSORFLOW_LOADER, TORCH_VARIANT_BY_CTYPES
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -95,10 +95,12 @@ BUILD_EXTENSION = Remedy("Build the package's extension against the installed to
 IMPORT_TORCH_FIRST = Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if it "
                             "still fails, install the extension's build for this torch", id="import-torch-first")
 
+NEEDS_ANOTHER_TORCH_BUILD = ("a compiled companion package needs a torch library this torch does not have: it was built for "
+                             "another torch release or CUDA build")
+
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
-              frames_required=True, cause="a compiled companion package needs a torch library this torch does not have: it "
-                                          "was built for another torch release or CUDA build",
+              frames_required=True, cause=NEEDS_ANOTHER_TORCH_BUILD,
               remedies=(REINSTALL_EXTENSION,)),
     # any other package's compiled module looking for torch's libraries with torch's own import nowhere in the traceback
     # (k2's `import _k2` before `import torch`: "libc10.so: cannot open shared object file"): the extension loads them
@@ -112,6 +114,13 @@ SIGNATURES = (
               context=(r"^\s*from (?!torch\b)[\w.]+ import _C\b|^\s*import (?!torch\b)[\w.]+\._C\b",), context_required=True,
               unless=(r"[\\/]torch[\\/]__init__\.py",),
               cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
+    # (or said by ctypes, with no frame: "OSError: libtorch_cuda.so: cannot open shared object file". torch's own import
+    # loads its CUDA or ROCm library as an extension module, which fails as an ImportError; an OSError for it is a loader's
+    # call, torchaudio's `_load_lib` or torch.ops.load_library of a package built for torch's CUDA or ROCm build under
+    # another one)
+    Signature("import-fails", TORCH_VARIANT_BY_CTYPES, unless=(r"[\\/]torch[\\/]__init__\.py",),
+              cause=NEEDS_ANOTHER_TORCH_BUILD,
+              remedies=(REINSTALL_EXTENSION,)),
     # a package logging its own compiled module's import failure (torch_install.PACKAGE_C_LOGGED): a build for another CUDA
     Signature("import-fails", PACKAGE_C_LOGGED,
               cause="a package's compiled module does not load: it was built for another torch or CUDA than the one here",
