@@ -38,6 +38,10 @@ def own_group(die_with_envdoctor: bool = True) -> Dict[str, Any]:
 # loaded machine takes a moment to tear a process down; an orphan is reaped by init).
 GROUP_GONE_S = 2.0
 
+# The threads reaping the children kill_group_meanwhile stopped, until wait_for_reaping() joins them
+_REAPERS: List[threading.Thread] = []
+_REAPERS_LOCK = threading.Lock()
+
 
 def kill_group(child: subprocess.Popen[Any]) -> None:
     """SIGKILL the child and every process of its group, reap the child, and wait (briefly) until no
@@ -49,7 +53,12 @@ def kill_group(child: subprocess.Popen[Any]) -> None:
 def kill_group_meanwhile(child: subprocess.Popen[Any]) -> None:
     """kill_group, the reaping in a thread: the SIGKILL is sent now, and the caller goes on (judging, printing)
     while the kernel tears the child down, which for a worker holding a CUDA context takes a GPU machine some
-    0.2 s. The thread is not a daemon, so the interpreter waits for it at exit; wait_for_reaping() waits sooner."""
+    0.2 s. The thread is not a daemon, so the interpreter waits for it at exit; wait_for_reaping() waits sooner.
+    On Windows the kill waits as before: a dying process still holds its DLLs open, which a pip step after it
+    (fix's rollback) could not replace."""
+    if not POSIX:
+        kill_group(child)
+        return
     _signal_group(child)
     reaper = threading.Thread(target=_reap_group, args=(child,), name="envdoctor-reaper-%d" % child.pid)
     with _REAPERS_LOCK:
@@ -63,10 +72,6 @@ def wait_for_reaping() -> None:
         reapers, _REAPERS[:] = list(_REAPERS), []
     for reaper in reapers:
         reaper.join()
-
-
-_REAPERS: List[threading.Thread] = []
-_REAPERS_LOCK = threading.Lock()
 
 
 def _signal_group(child: subprocess.Popen[Any]) -> None:
