@@ -152,12 +152,13 @@ def test_corpus_accuracy(capsys: pytest.CaptureFixture[str]) -> None:
         print("\ntraceback corpus (tests/data/tracebacks/README.md):")
         first, dev = _score("first 104", FIRST), _score("dev-%d ... dev-%d" % (BATCHES[0], BATCHES[-1]), DEV)
         for n in BATCHES:
-            _score("holdout-%d (never read for a signature%s)" % (n, "; sampled as users meet them" * (n in USERS_SAMPLES)),
-                   HOLDOUT[n])
+            if HOLDOUT[n]:  # a small batch's hash may send every case to dev (batch 87: six, all dev)
+                _score("holdout-%d (never read for a signature%s)" % (n, "; sampled as users meet them" * (n in USERS_SAMPLES)),
+                       HOLDOUT[n])
         held = _score("holdout-2", HOLDOUT_2)
         _score("the users' samples, held out", [c for c in HELD_OUT if users_sample(c)])
         held_23 = _score("holdout-2 + holdout-3", HOLDOUT_2 + HOLDOUT[3])
-        held_all = _score("held out, all %d sets" % len(BATCHES), HELD_OUT)
+        held_all = _score("held out, all %d sets" % sum(1 for n in BATCHES if HOLDOUT[n]), HELD_OUT)
         _score("all", CASES)
         for case in FIRST + DEV:  # the held-out misses are not printed: reading them is writing against them
             if not right(case):
@@ -2245,7 +2246,7 @@ def test_what_batch_85_found() -> None:
 def test_what_batch_86_found() -> None:
     """Batch 86's dev part: torch 0.x-1.x's static-TLS failure at `from torch._C import *` is torch's import failing (an
     old glibc, other native libraries loaded first); rocBLAS without Tensile kernels where it names no GPU arch."""
-    tls = ("  File \"/root/anaconda3/envs/e/lib/python3.7/site-packages/torch/__init__.py\", line 81, in <module>\n"
+    tls = ("  File \"/home/u/anaconda3/envs/e/lib/python3.7/site-packages/torch/__init__.py\", line 81, in <module>\n"
            "    from torch._C import *\nImportError: dlopen: cannot load any more object with static TLS\n")
     diagnosis = explained("Traceback (most recent call last):\n" + tls).diagnoses[0]
     assert (diagnosis.check, diagnosis.code) == ("torch-install", "torch-import-failed")
