@@ -453,6 +453,13 @@ SIGNATURES = (
                                # (and uv's or pixi's resolver finding only older releases for this platform: "Because only
                                # torch<=2.2.2 is available and you require torch>=2.7", Intel Macs' last torch being 2.2.2)
                                r"Because only (?i:torch)(vision|audio)?(<=|==)[\w.+]+ is available and you require (?i:torch)(vision|audio)?\b|"
+                               # (the same solvers where no release at all fits: "Because there is no version of
+                               # torch==2.5.1+cu121 and you require torch==2.5.1+cu121, we can conclude that your requirements
+                               # are unsatisfiable"; and Poetry's words: "Unable to find installation candidates for torch
+                               # (2.3.1)", "Because app depends on torch (2.1.0+cu121) which doesn't match any versions")
+                               r"there is no version of (?i:torch)(vision|audio)?(?![\w-])(==[\w.+*]+)? and you require|"
+                               r"Unable to find installation candidates for (?i:torch)(vision|audio)?(?![\w-])|"
+                               r"depends on (?i:torch)(vision|audio)? \([^)\n]*\) which doesn't match any versions|"
                                # (conda's and pixi's solvers: libmamba's "pytorch ==1.13.1 * is not installable because it
                                # requires python >=3.10,<3.11.0a0", resolvo's "No candidates were found for pytorch-cuda 12.1.*"
                                # on osx-arm64)

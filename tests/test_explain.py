@@ -2263,3 +2263,20 @@ def test_what_batch_86_found() -> None:
     own = ("  File \"/usr/lib/python3/site-packages/torch/__init__.py\", line 229, in <module>\n    from torch._C import *\n"
            "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n")
     assert top("Traceback (most recent call last):\n" + own) == "torch-install"
+
+
+def test_what_batch_88_found() -> None:
+    """Package managers' own words for finding no torch that fits: pubgrub's (uv's, pixi's) "there is no version of
+    torch==X and you require", read from a dev thread; Poetry's "Unable to find installation candidates for torch" and
+    "depends on torch (X) which doesn't match any versions", added after batch 88's arrival showed Poetry threads
+    unread (its gatherer's report named them; their texts were not read): holdout-88 is reported apart for that."""
+    pixi = ("Because there is no version of torch==2.5.1+cu121 and you require torch==2.5.1+cu121, we can conclude that your "
+            "requirements are unsatisfiable.\n")
+    assert code_of(pixi) == ("torch-install", "torch-missing")
+    assert code_of("  Unable to find installation candidates for torch (2.3.1)\n") == ("torch-install", "torch-missing")
+    assert code_of("Because app depends on torch (2.1.0+cu121) which doesn't match any versions, version solving failed.\n") == (
+        "torch-install", "torch-missing")
+    # another package's, or the index unreachable, is not a missing torch wheel
+    assert top("Unable to find installation candidates for torchmetrics (1.4.0)\n") != "torch-install"
+    assert top("Because there is no version of numpy==3.0 and you require numpy==3.0, we can conclude that your "
+               "requirements are unsatisfiable.\n") == "none"
