@@ -2280,3 +2280,16 @@ def test_what_batch_88_found() -> None:
     assert top("Unable to find installation candidates for torchmetrics (1.4.0)\n") != "torch-install"
     assert top("Because there is no version of numpy==3.0 and you require numpy==3.0, we can conclude that your "
                "requirements are unsatisfiable.\n") == "none"
+
+
+def test_what_batch_90_found() -> None:
+    """Batch 90's dev part: torch's count of the GPUs failing with no error number said is CUDA that cannot start
+    (an NVSwitch system's fabric manager, a container, an enclave); its numbered errors keep their own readings."""
+    count = ("  File \"/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py\", line 314, in _lazy_init\n"
+             "    torch._C._cuda_init()\nRuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+             "functions before calling NumCudaDevices() that might have already set an error?\n")
+    diagnosis = explained("Traceback (most recent call last):\n" + count).diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("cuda-compat", "cuda-init-failed")
+    assert "cuda-device-count" in {r.id for r in diagnosis.remedies}
+    numbered = count.replace("set an error?", "set an error? Error 804: forward compatibility was attempted on non supported HW")
+    assert code_of("Traceback (most recent call last):\n" + numbered) == ("cuda-compat", "driver-too-old")

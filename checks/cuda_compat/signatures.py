@@ -320,6 +320,17 @@ SIGNATURES = (
     # failed, you might not have a CUDA gpu"), cudaErrorUnknown at start-up ("CUDA unknown error - this may be due to an
     # incorrectly set up environment", the nvidia_uvm module lost after a suspend, or a container's device files), or the
     # GPU held in exclusive-process mode by another process ("CUDA-capable device(s) is/are busy or unavailable")
+    # (and torch's own probe of the device count failing with no number said: "Unexpected error from cudaGetDeviceCount().
+    # Did you run some cuda functions before calling NumCudaDevices()", where the readings of its numbered errors, 804's
+    # and 803's, find none: a GPU the runtime cannot start, an NVSwitch system's fabric manager not running, a container's
+    # stub libcuda, an enclave or VM without the GPU)
+    Signature("cuda-init-failed", r"Unexpected error from cudaGetDeviceCount\(\)(?![^\n]*\bError \d+:)",
+              unless=(r"Error (804|803|500|999|802|100|35):",),
+              cause="CUDA could not count the GPUs: the runtime cannot start on this machine (an NVSwitch system's fabric manager "
+                    "not running, a container without the GPU or with a stub libcuda, a VM or enclave without it)",
+              remedies=(Remedy("Run `nvidia-smi` and `python -c \"import torch; torch.cuda.init()\"` for the numbered error; on an "
+                               "NVSwitch machine (HGX, H100/H200 SXM) start nvidia-fabricmanager; in a container, run it with the "
+                               "GPUs (--gpus all) and without a CUDA stub library on the path", id="cuda-device-count"),)),
     Signature("cuda-init-failed", r"CUDA driver initialization failed, you might not have a CUDA gpu|"
                                   r"CUDA unknown error - this may be due to an incorrectly set up environment|"
                                   r"CUDA-capable device\(s\) is/are busy or unavailable",
