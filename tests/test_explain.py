@@ -2293,3 +2293,22 @@ def test_what_batch_90_found() -> None:
     assert "cuda-device-count" in {r.id for r in diagnosis.remedies}
     numbered = count.replace("set an error?", "set an error? Error 804: forward compatibility was attempted on non supported HW")
     assert code_of("Traceback (most recent call last):\n" + numbered) == ("cuda-compat", "driver-too-old")
+
+
+def test_what_batch_91_found() -> None:
+    """Batch 91's dev part: the container layer's own words for a container given no GPU, for NVML cut off inside one,
+    and nvidia-docker 1.0's refusal of an image newer than the driver."""
+    docker = ("docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].\n")
+    diagnosis = explained(docker).diagnoses[0]
+    assert (diagnosis.check, diagnosis.code) == ("cuda-compat", "no-cuda-device")
+    assert "container-toolkit" in {r.id for r in diagnosis.remedies}
+    wsl = "nvidia-container-cli: initialization error: WSL environment detected but no adapters were found: unknown\n"
+    assert code_of(wsl) == ("cuda-compat", "no-cuda-device")
+    assert code_of("INFO 05-20 20:12:25 [__init__.py:252] No platform detected, vLLM is running on UnspecifiedPlatform\n") == (
+        "cuda-compat", "no-cuda-device")
+    nvml = explained("# nvidia-smi\nFailed to initialize NVML: Unknown Error\n").diagnoses[0]
+    assert (nvml.check, nvml.code) == ("cuda-compat", "cuda-init-failed")
+    assert "container-cgroups" in {r.id for r in nvml.remedies}
+    assert code_of("Error: unsupported CUDA version: driver 8.0 < image 9.0.176\n") == ("cuda-compat", "driver-too-old")
+    # NVML's other words keep their own reading
+    assert code_of("Failed to initialize NVML: Driver/library version mismatch\n") == ("cuda-compat", "driver-library-mismatch")

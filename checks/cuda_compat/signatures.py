@@ -23,6 +23,12 @@ VISIBLE_GPU = Remedy("Make a GPU visible: check CUDA_VISIBLE_DEVICES, give the c
                      "runtime in Colab; `nvidia-smi` must list one", id="visible-devices")
 REBOOT = Remedy("Reboot (or reload the nvidia kernel modules) so that the driver's kernel module and libraries are the same "
                 "release", id="reboot-after-driver-update")
+# A container runtime that gives the container no GPU: Docker without the NVIDIA Container Toolkit's runtime, a Kubernetes pod
+# without the nvidia runtime class (docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html)
+CONTAINER_TOOLKIT = Remedy("Install the NVIDIA Container Toolkit on the host and register its runtime (`sudo nvidia-ctk runtime "
+                           "configure --runtime=docker`, then restart Docker); run the container with `--gpus all`; in "
+                           "Kubernetes give the pod `runtimeClassName: nvidia` and an `nvidia.com/gpu` limit",
+                           id="container-toolkit")
 # A container image whose CUDA is newer than the host's driver, however that shows (the toolkit's refusal, error 804)
 CONTAINER_NEWER_THAN_DRIVER = (DRIVER_UPGRADE, Remedy("Or use an image built for an older CUDA (one the driver supports)",
                                                       id="older-image"))
@@ -288,8 +294,10 @@ SIGNATURES = (
               cause="the NVIDIA driver is older than the CUDA torch was built with",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # the NVIDIA container toolkit refusing an image whose CUDA is newer than the host's driver ("nvidia-container-cli:
-    # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version")
-    Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+",
+    # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version"; nvidia-docker
+    # 1.0's words for it: "Error: unsupported CUDA version: driver 8.0 < image 9.0.176")
+    Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+|"
+                                r"unsupported CUDA version: driver [\d.]+ < image [\d.]+",
               cause="the host's NVIDIA driver is older than the CUDA the container image needs",
               remedies=CONTAINER_NEWER_THAN_DRIVER),
     # (the driver API's name for it: CUDA_ERROR_UNSUPPORTED_PTX_VERSION, numba's "cuLinkAddData results in ...")
@@ -340,6 +348,26 @@ SIGNATURES = (
               remedies=(Remedy("Run `nvidia-smi`; reload the driver's modules (`sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm`) "
                                "or reboot; in a container, start it with the GPUs (--gpus all); set the GPU's compute mode to "
                                "default (`nvidia-smi -c 0`)", id="restart-cuda"),)),
+    # The container layer's own words for a container given no GPU: Docker without the NVIDIA runtime ("could not select
+    # device driver "" with capabilities: [[gpu]]"), the toolkit under WSL finding no GPU adapter (WSL1, or no Windows
+    # driver: "nvidia-container-cli: initialization error: WSL environment detected but no adapters were found"), vLLM in
+    # such a container ("No platform detected, vLLM is running on UnspecifiedPlatform")
+    Signature("no-cuda-device", r"could not select device driver \"[^\"\n]*\" with capabilities: \[\[gpu\]\]|"
+                                r"WSL environment detected but no adapters were found|"
+                                r"No platform detected, vLLM is running on UnspecifiedPlatform",
+              cause="the container was given no GPU: the host's Docker or Kubernetes has no NVIDIA runtime for it (or no NVIDIA "
+                    "GPU at all; under WSL, WSL 1 or no Windows driver)",
+              remedies=(CONTAINER_TOOLKIT, VISIBLE_GPU)),
+    # NVML that cannot reach the GPU from inside a container (systemd reloading the cgroups the runtime set up, a kubelet
+    # CPU manager rewriting them, `no-cgroups` in the toolkit's config): "Failed to initialize NVML: Unknown Error"
+    # (github.com/NVIDIA/nvidia-container-toolkit issue 48)
+    Signature("cuda-init-failed", r"Failed to initialize NVML: Unknown Error",
+              cause="the container lost access to the GPU's device files (its cgroup rules rewritten by a systemd reload or the "
+                    "kubelet's CPU manager after it started)",
+              remedies=(Remedy("Restart the container; to keep it from recurring, give it the device nodes explicitly (`--device "
+                               "/dev/nvidia0 --device /dev/nvidiactl --device /dev/nvidia-uvm`) or use the toolkit's CDI mode, and "
+                               "keep `no-cgroups = false` in /etc/nvidia-container-runtime/config.toml", id="container-cgroups"),
+                        CONTAINER_TOOLKIT)),
     Signature("cuda-visible-devices-hides-all", r"no CUDA-capable device is detected|No CUDA GPUs are available",
               cause="CUDA sees no GPU: CUDA_VISIBLE_DEVICES hides them, the container lacks --gpus, or there is none",
               remedies=(VISIBLE_GPU,)),
