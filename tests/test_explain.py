@@ -2312,3 +2312,12 @@ def test_what_batch_91_found() -> None:
     assert code_of("Error: unsupported CUDA version: driver 8.0 < image 9.0.176\n") == ("cuda-compat", "driver-too-old")
     # NVML's other words keep their own reading
     assert code_of("Failed to initialize NVML: Driver/library version mismatch\n") == ("cuda-compat", "driver-library-mismatch")
+
+
+def test_what_batch_93_found() -> None:
+    """Batch 93's dev part: the rendezvous error's message said without its name, and gloo's ranks on different address
+    families (IPv4 on one, IPv6 on another), are the ranks not meeting."""
+    assert code_of("Error message in training: The connection to the C10d store has failed.\n") == ("distributed", "ranks-missing")
+    gloo = ("[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:276] "
+            "ss1.ss_family == ss2.ss_family. 2 vs 10\n")
+    assert code_of(gloo) == ("distributed", "ranks-missing")

@@ -35,7 +35,11 @@ RENDEZVOUS = (r"The client socket has timed out after \S+ while trying to connec
               # (a rank asking rank 0 for NCCL's id through the store, and rank 0 gone: "[1] is setting up NCCL communicator and
               # retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection
               # reset by peer", torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp)
-              r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store")
+              r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store|"
+              # (the rendezvous error's message said without its name: "The connection to the C10d store has failed";
+              # and gloo's ranks on different address families, one resolved to IPv4, another to IPv6: "[enforce fail at
+              # .../gloo/transport/tcp/device.cc:276] ss1.ss_family == ss2.ss_family. 2 vs 10")
+              r"The connection to the C10d store has failed|ss1\.ss_family == ss2\.ss_family")
 # torchrun restarting its worker group after a crash: a barrier timeout that follows is that crash's echo.
 AFTER_RESTART = r"Worker group FAILED\. \d+/\d+ attempts left; will restart"
 
