@@ -170,6 +170,11 @@ NO_GPU_LIBRARY = "the installed bitsandbytes has no usable GPU library (a CPU-on
 # BNB_CUDA_VERSION chose the library, its own reading below says more
 CUDA_OR_OVERRIDE_FIRST = (r"CUDA initialization: (Unexpected error from cudaGetDeviceCount|The NVIDIA driver on your system is too old)",
                           r"BNB_CUDA_VERSION=\d+ environment variable detected")
+
+# bitsandbytes' functions on `lib`, None where its native library did not load ("'NoneType' object has no attribute
+# 'cquantize_blockwise_fp16_nf4'", bitsandbytes/functional.py); dora-fp8's structural readings yield to it
+BNB_WITHOUT_LIBRARY = r"'NoneType' object has no attribute 'c[a-z]\w+'"
+
 SIGNATURES = (
     # (bitsandbytes before 0.43: `lib` is None without a GPU library, so its optimizers fail on
     # `'NoneType' object has no attribute 'cadam32bit_grad_fp32'`; its CUDA setup warns that libcudart is nowhere)
@@ -189,7 +194,7 @@ SIGNATURES = (
     # has no attribute 'cquantize_blockwise_fp16_nf4'", raised in bitsandbytes/functional.py); or where its loader cannot
     # open a library its own needs (the CUDA runtime it was built for under a torch of another CUDA or a ROCm torch:
     # "OSError: libcudart.so.12: cannot open shared object file", raised in cextension.py)
-    Signature("quantized-fails", r"'NoneType' object has no attribute 'c[a-z]\w+'|lib\w+\.so[.\d]*: cannot open shared object file",
+    Signature("quantized-fails", BNB_WITHOUT_LIBRARY + r"|lib\w+\.so[.\d]*: cannot open shared object file",
               frames=(r"bitsandbytes/",), frames_required=True, unless=CUDA_OR_OVERRIDE_FIRST, cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
     # (where no frame is pasted, its library's own function names say whose it is: bitsandbytes/functional.py calls

@@ -21,6 +21,7 @@ from __future__ import annotations
 from envdoctor.target.model import Check, Remedy, Signature
 
 from ..fp8 import FLOAT8_MATMUL_MIX
+from ..quantized_base import BNB_WITHOUT_LIBRARY
 from .probe import probe
 from .rules import ID, UPCAST, diagnose, summarize
 
@@ -64,7 +65,7 @@ _NOT_THE_ADAPTERS = r"(?!(KeyboardInterrupt|SystemExit|[\w.]*OutOfMemoryError)\b
 _CUDA_ECHO = (r"device-side assert|index out of (range|bounds)|an illegal memory access was encountered",)
 # ... and bitsandbytes' functions on a native library it could not load ("'NoneType' object has no attribute
 # 'cgemm_4bit_inference_naive_bf16'"): any 4-bit forward meets that there; quantized-base's
-_BNB_WITHOUT_LIBRARY = (r"'NoneType' object has no attribute 'c[a-z]\w+'",)
+_BNB_WITHOUT_LIBRARY = (BNB_WITHOUT_LIBRARY,)
 _ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # (and llama.cpp's GGUF files and their block quantizations, Q4_K, Q8_0, which ComfyUI-GGUF, Forge and stable-diffusion.cpp
 # load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)

@@ -75,6 +75,8 @@ PROC_NOT_FOUND = (r"(?i:the specified (procedure|program) (could not|cannot|can'
 
 # The library that fails is torch's own (torch/lib/libshm.so, libtorch_cpu.so): torch-install's, whoever imported it
 TORCH_OWN_LIBRARY = r"torch[\\/]+(lib[\\/]+lib\w+|_C[\w.-]*)\.so[.\d]*: undefined symbol"  # its libraries, its own _C
+# torch's own import in a traceback's frames: where it is the one failing, the failure is torch-install's
+TORCH_OWN_IMPORT = r"[\\/]torch[\\/]__init__\.py"
 
 # An import of a package other than torch and its companions, as a paste shows it (a code line, a notebook cell's echo, a
 # `>>>` prompt), or an integration's "Could not import <package>"
@@ -95,6 +97,10 @@ BUILD_EXTENSION = Remedy("Build the package's extension against the installed to
 IMPORT_TORCH_FIRST = Remedy("Import torch before the extension (`import torch` first), so torch's libraries are loaded; if it "
                             "still fails, install the extension's build for this torch", id="import-torch-first")
 
+BUILT_AGAINST_ANOTHER_ABI = ("a compiled extension was built against another torch release or another C++ ABI (cxx11abi "
+                             "TRUE/FALSE) than the installed torch")
+BUILT_FOR_ANOTHER_RUNTIME = "a compiled extension was built for another CUDA runtime than the one this machine and torch have"
+WINDOWS_LOAD_FAILS = "a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing"
 NEEDS_ANOTHER_TORCH_BUILD = ("a compiled companion package needs a torch library this torch does not have: it was built for "
                              "another torch release or CUDA build")
 
@@ -106,19 +112,19 @@ SIGNATURES = (
     # (k2's `import _k2` before `import torch`: "libc10.so: cannot open shared object file"): the extension loads them
     # itself, so it was imported before torch or built against another torch's layout, and torch is not what is broken
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
-              frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",), frames_required=True, unless=(r"[\\/]torch[\\/]__init__\.py",),
+              frames=(r"(site|dist)-packages/(?!torch/)[\w-]+/",), frames_required=True, unless=(TORCH_OWN_IMPORT,),
               cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
     # (or where the import shown is another package's own compiled module, from a source tree: detectron2's `from
     # detectron2 import _C`)
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
               context=(r"^\s*from (?!torch\b)[\w.]+ import _C\b|^\s*import (?!torch\b)[\w.]+\._C\b",), context_required=True,
-              unless=(r"[\\/]torch[\\/]__init__\.py",),
+              unless=(TORCH_OWN_IMPORT,),
               cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
     # (or said by ctypes, with no frame: "OSError: libtorch_cuda.so: cannot open shared object file". torch's own import
     # loads its CUDA or ROCm library as an extension module, which fails as an ImportError; an OSError for it is a loader's
     # call, torchaudio's `_load_lib` or torch.ops.load_library of a package built for torch's CUDA or ROCm build under
     # another one)
-    Signature("import-fails", TORCH_VARIANT_BY_CTYPES, unless=(r"[\\/]torch[\\/]__init__\.py",),
+    Signature("import-fails", TORCH_VARIANT_BY_CTYPES, unless=(TORCH_OWN_IMPORT,),
               cause=NEEDS_ANOTHER_TORCH_BUILD,
               remedies=(REINSTALL_EXTENSION,)),
     # a package logging its own compiled module's import failure (torch_install.PACKAGE_C_LOGGED): a build for another CUDA
@@ -150,8 +156,7 @@ SIGNATURES = (
               # shadowing torch's; cuDNN cannot start, which is cublas's)
               unless=(TORCH_OWN_LIBRARY, r"libbitsandbytes\w*\.(so|dll)[^\n]*undefined symbol",
                       r"undefined symbol: _ZN?[KRO]*(5arrow|6google8protobuf|13sentencepiece|2cv|5cudnn)\d"),
-              cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
-                    "than the installed torch",
+              cause=BUILT_AGAINST_ANOTHER_ABI,
               remedies=(REINSTALL_EXTENSION,)),
     # (the same with no frame or path in view: a symbol of torch's own C++ namespaces, torch::, c10::, at::, however the
     # paste wrote it, "undefined symbol (_ZN5torch3jit17parseSchemaOrNameERKSs)", is what a build against another torch
@@ -161,8 +166,7 @@ SIGNATURES = (
     # (and torch's Python bindings' plain C names: "undefined symbol: THPVariableClass")
     Signature("import-fails", r"undefined symbol:?\s*\(?(\.{2,3}\s*)?(_ZN?[KRO]*(5torch|3c10|2at)\d+\w+|THP[A-Z]\w+)",
               unless=(TORCH_OWN_LIBRARY, r"torch[/\\]+__init__\.py|^\s*(>>>\s*)?import torch\s*$"),
-              cause="a compiled extension was built against another torch release or another C++ ABI (cxx11abi TRUE/FALSE) "
-                    "than the installed torch",
+              cause=BUILT_AGAINST_ANOTHER_ABI,
               remedies=(REINSTALL_EXTENSION,)),
     # The same at link time: a program or extension linked against a libtorch of the other C++ ABI or release ("undefined
     # reference to `c10::detail::torchCheckFail(char const*, ..., std::__cxx11::basic_string<...> const&)'": LAMMPS'
@@ -289,7 +293,7 @@ SIGNATURES = (
               remedies=(REINSTALL_EXTENSION,)),
     # torch 1.8-1.13's split CUDA libraries looked for outside torch's own import: an extension built against such a
     # torch, loaded under a newer one (torch-sparse's, torchaudio's `torch.ops.load_library`)
-    Signature("import-fails", SPLIT_CUDA_LIBRARY, unless=(r"[\\/]torch[\\/]__init__\.py",),
+    Signature("import-fails", SPLIT_CUDA_LIBRARY, unless=(TORCH_OWN_IMPORT,),
               cause="a compiled extension was built against torch 1.8-1.13, whose CUDA library was split in two; this torch "
                     "has no libtorch_cuda_cu/_cpp",
               remedies=(REINSTALL_EXTENSION,)),
@@ -378,8 +382,8 @@ SIGNATURES = (
     # probe: "Failed to load the native TensorFlow runtime" after pywrap_tensorflow's libcudart.so.10.0)
     Signature("import-fails", r"lib(cudart|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|nvrtc\w*)\.so[.\d]*: cannot open shared object file",
               frames=(r"(site|dist)-packages/(?!torch/|bitsandbytes/|tensorflow\w*/|jax\w*/)[\w.-]+/",), frames_required=True,
-              unless=(r"[/\\]torch[/\\]__init__\.py", TENSORFLOW_LOADER),
-              cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
+              unless=(TORCH_OWN_IMPORT, TENSORFLOW_LOADER),
+              cause=BUILT_FOR_ANOTHER_RUNTIME,
               remedies=(REINSTALL_EXTENSION,)),
     # The same without frames, where the paste shows the import that failed and it is another package's ("from awq import
     # ...", "from core.nn import _C", "Could not import vllm"): torch brings its own CUDA runtime, so a frameless
@@ -389,7 +393,7 @@ SIGNATURES = (
               context=(_OTHER_IMPORT, r"[/\\]ctypes[/\\]__init__\.py"), context_required=True,
               # (bitsandbytes' own library, loaded through ctypes too, is quantized-base's)
               unless=(r"[/\\]torch[/\\]__init__\.py|^\s*(>>> )?import torch\s*$|bitsandbytes", TENSORFLOW_LOADER),
-              cause="a compiled extension was built for another CUDA runtime than the one this machine and torch have",
+              cause=BUILT_FOR_ANOTHER_RUNTIME,
               remedies=(REINSTALL_EXTENSION,)),
     # A package that loads the CUDA runtime by itself through ctypes and names what it could not load: cpm_kernels (the
     # int4 kernels of ChatGLM and MiniCPM's quantized models) says "RuntimeError: Library cudart is not initialized"
@@ -460,13 +464,13 @@ SIGNATURES = (
     # _lzma, _ssl, _sqlite3, _ctypes, ...) and torch's _C are not extensions
     Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)_\w+" % PYTHON_OWN_MODULES,
               unless=(OTHER_PACKAGES_DLL,),
-              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
+              cause=WINDOWS_LOAD_FAILS,
               remedies=(REINSTALL_EXTENSION,)),
     # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
     # (and a package's `*_native` module: "DLL load failed while importing torch_directml_native: The specific procedure
     # could not be found", torch-directml built for another torch)
     Signature("import-fails", r"DLL load failed while importing \w+%s\b" % COMPILED_SUFFIX,
-              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
+              cause=WINDOWS_LOAD_FAILS,
               remedies=(REINSTALL_EXTENSION,)),
     # Triton's own launcher module, compiled into its cache on first use (cuda_utils.pyd under ~/.triton/cache): a cache
     # built for another Python, Triton or CUDA, or without the MSVC runtime it links (triton-windows' troubleshooting)
@@ -477,7 +481,7 @@ SIGNATURES = (
                                "run again; install the Triton build for this Python and torch", id="triton-cache-clear"),)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               unless=(OTHER_PACKAGES_DLL,),
-              cause="a compiled extension cannot load on Windows: built for another torch or CUDA, or a DLL it needs is missing",
+              cause=WINDOWS_LOAD_FAILS,
               remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",
               frames=(r"flash_attn",),

@@ -210,13 +210,13 @@ _SKIP_REASON = re.compile(r"^\s*(SKIPPED|XFAIL) \[\d+\] \S+:\d+: |^\S+::\S+ (SKI
 # An error a program caught and went on past, as it says so: stable-diffusion-webui's memory monitor at start-up ("Warning:
 # caught exception 'Torch not compiled with CUDA enabled', memory monitor disabled", on every Mac; "'Found no NVIDIA
 # driver on your system...'" under DirectML): the webui runs on, on the device it has
+_HANDLED = re.compile(r"^\s*Warning: caught exception '.*', memory monitor disabled\s*$")
 # A line that tells an error as past or ruled out ("Fixed \"expected scalar type Half but found Float\" on txt2vid.",
 # "- fixed: ...", "Previously I had ...", "I first got `...` and fixed it by ...", "之前那个 NCCL 报错 ... 就好了"): history
 # beside the log's real error, which no reading explained
 _PAST = re.compile(r"^\W*(?:(?:fixed|resolved|solved|previously|earlier|before that|used to|(?:I |this |it )used to|"
                    r"(?:I |at )?first (?:got|had|saw)|it'?s not|it is not|not the|not a duplicate)\b|"
                    r"(?:更新\W{0,2})?(?:之前|以前|先前))", re.IGNORECASE)
-_HANDLED = re.compile(r"^\s*Warning: caught exception '.*', memory monitor disabled\s*$")
 
 
 def _line_errors(excerpt: LogExcerpt, errors: Sequence[RaisedError]) -> List[RaisedError]:
