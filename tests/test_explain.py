@@ -2321,3 +2321,24 @@ def test_what_batch_93_found() -> None:
     gloo = ("[rank0]: RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:276] "
             "ss1.ss_family == ss2.ss_family. 2 vs 10\n")
     assert code_of(gloo) == ("distributed", "ranks-missing")
+
+
+def test_what_batch_95_found() -> None:
+    """Batch 95's dev part: a refusal that says the adapter "does not yet support" a 4-bit base, old peft's unbound
+    `new_module` for a layer class it cannot wrap, green images (the GTX 16xx half-precision picture), and Lightning's
+    accelerator refusal with its class name quoted in backticks."""
+    assert code_of("getting a error LoRA training does not yet support 4bit. Please use --load-in-8bit for now.\n") == (
+        "dora-fp8", "adapter-on-quantized-base")
+    unbound = ('  File "C:\\envs\\textgen\\lib\\site-packages\\peft\\tuners\\lora.py", line 191, in _find_and_replace\n'
+               "    self._replace_module(parent, target_name, new_module, target)\n"
+               "UnboundLocalError: local variable 'new_module' referenced before assignment\n")
+    assert code_of(unbound) == ("dora-fp8", "adapter-on-quantized-base")
+    # (the same error in the user's own code is not peft's)
+    assert code_of(unbound.replace("peft\\tuners\\lora.py", "myproject\\build.py")) == ("none", "")
+    assert code_of("If I don't set `--precision full`, I get after the computation a plain green image (a constant color).\n") == (
+        "library-probes", "fp16-overflow")
+    assert code_of("The output is green when I run it on my card.\n") == ("library-probes", "fp16-overflow")
+    lightning = ('gives an error in 8-bit mode: "ValueError: Quantization is only supported on the GPU."\n'
+                 "`CUDAAccelerator` can not run on your system since the accelerator is not available. The following "
+                 "accelerator(s) is available and can be passed into `accelerator` argument of `Fabric`: ['cpu'].\n")
+    assert code_of(lightning) == ("torch-install", "cpu-only-torch")

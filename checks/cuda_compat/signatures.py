@@ -50,7 +50,7 @@ def unavailable(device: str) -> str:
 # system since the accelerator is not available", "No supported gpu backend found!")), unsloth's import when torch sees
 # no CUDA or XPU device ("Unsloth currently only works on NVIDIA GPUs and Intel GPUs", unsloth/__init__.py)
 _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu backend found|"
-                        r"(GPU|CUDA)Accelerator can not run on your system since the accelerator is not available|"
+                        r"`?(GPU|CUDA)Accelerator`? can not run on your system since the accelerator is not available|"
                         # (Lightning 1.x's MisconfigurationException: "GPUs requested but none are available.")
                         r"GPUs requested but none are available|"
                         r"Unsloth (currently )?only works on NVIDIA GPUs|"

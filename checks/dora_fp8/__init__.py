@@ -71,7 +71,7 @@ _ADAPTER = r"\b(q?lora|dora|lokr|loha|locon|lycoris|adapter)s?\b"
 # load for image models: github.com/ggml-org/ggml/blob/master/docs/gguf.md)
 _QUANT_BASE = (r"\bfp8|float8|\bint8\b|int8_|\bnf4\b|\b[48][- ]?bit\b|\bquanti[sz]ed\b|\bq(float8|int8|int4)\b|\bgptq\b|\bawq\b|e4m3|"
                r"\bgguf\b|\bq[2-8]_(k|[01])\b")
-_FAILS = (r"\bnot (yet )?(be )?supported\b|\bunsupported\b|\bdo(es)?(n't| not) (work|support)\b|\b(in|not )compatible\b|"
+_FAILS = (r"\bnot (yet )?(be )?supported\b|\bunsupported\b|\bdo(es)?(n't| not) (yet )?(work|support)\b|\b(in|not )compatible\b|"
           r"\b(may|will|would) fail\b|\bfail(s|ed|ing)?\b|\bcannot\b|\bcan't\b|\bnoise\b|\bsnowflakes?\b|\bgarbage\b|"
           # the adapter loads and does nothing, or errors, told in the user's words ("loras make no different on nf4")
           r"\bno (effect|differen(ce|t))\b|\bgibberish\b|\bgives? errors?\b|"
@@ -129,6 +129,13 @@ SIGNATURES = (
     # layers keep as qweight (github.com/casper-hansen/AutoAWQ: "not compatible with training yet")
     Signature("adapter-on-quantized-base", _PEFT_REFUSES,
               cause="peft has no adapter layer for this quantized layer (AWQ, GPTQ kernels): the base cannot take LoRA as loaded",
+              remedies=(ADAPTER_ON_QUANTIZED,)),
+    # ... as peft 0.2-0.3 said it: `_find_and_replace` built `new_module` only for the layer classes it knew (Linear,
+    # Conv1D, bitsandbytes' Linear8bitLt), so a GPTQ QuantLinear or a 4-bit layer left it unbound
+    # (github.com/huggingface/peft/blob/v0.3.0/src/peft/tuners/lora.py)
+    Signature("adapter-on-quantized-base", r"local variable 'new_module' referenced before assignment",
+              frames=(r"peft/tuners/lora",), frames_required=True,
+              cause="this peft has no adapter layer for the base's layer class (a GPTQ or 4-bit quantized layer it predates)",
               remedies=(ADAPTER_ON_QUANTIZED,)),
     Signature("adapter-on-quantized-base", r"'(WQLinear_\w+|\w*QuantLinear\w*)' object has no attribute 'weight'",
               context=(r"(?i)\b(q?lora\w*|peft|adapters?)\b",), context_required=True,

@@ -36,11 +36,13 @@ _NAN = r"(?<![A-Za-z_])(nan|NaN|NAN|inf)s?(?![A-Za-z_])"  # and the plural: "it 
 # letters are word characters), so the prose words are bounded by ASCII letters alone
 _LOSS = r"(?<![A-Za-z])loss(?![A-Za-z])"
 # Blank images told in words: an image model's NaN pixels (an fp16 overflow) become black, the commonest way users see it
-# (an inpainting tool's masked area: "a black blob where the mask is drawn")
-PROSE_BLACK = (r"(?i:\b(solid |pure |all )?black (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
+# (an inpainting tool's masked area: "a black blob where the mask is drawn"), or green on GTX 16xx cards in half
+# precision (basujindal/stable-diffusion's "plain green image" without `--precision full`; A1111's wiki: 16xx cards need
+# `--precision full --no-half`)
+PROSE_BLACK = (r"(?i:\b(solid |pure |all |plain )?(black|green)( flat)? (image|images|output|outputs|result|results|picture|pictures|pics?|video|frames?|"
                r"screen|blobs?|squares?|patch(es)?)\b|"
                r"\b(image|output|result|picture|pic|video|frame)s?( (from|of|in) [^\n.,;:]{1,40}?)? (is|are|was|were|comes? out|came out|turns?|turned) "
-               r"(all |total |totally |completely |pure |just |entirely )?black\b)")
+               r"(all |total |totally |completely |pure |just |entirely )?(black|green)\b)")
 PROSE_NAN = (r"(?i)" + PROSE_BLACK + r"|"
              # (not a Trainer's metrics where the gradient norm alone is inf: GradScaler's skipped step, "{'loss': 2.34,
              # 'grad_norm': inf, ...}")
