@@ -363,7 +363,9 @@ TORCH_VARIANT_BY_CTYPES = r"\bOSError: libtorch_(cuda|hip)(_cpp|_cu)?\.so[.\d]*:
 SIGNATURES = (
     # (not pip's own build of a package that imports torch in its setup.py, inside the isolated environment pip builds in,
     # which has no torch whatever the user's has: flash-attn, xformers, apex from source)
-    Signature("torch-missing", r"No module named '?torch\b'?(?!\.)", cause="torch is not installed in the interpreter that ran the script",
+    # (or importlib.metadata's version look-up that a package makes before importing it)
+    Signature("torch-missing", r"No module named '?torch\b'?(?!\.)|PackageNotFoundError: (No package metadata was found for )?torch\b'?(?![.-])",
+              cause="torch is not installed in the interpreter that ran the script",
               unless=(_BUILD_ISOLATED,), remedies=(INSTALL_TORCH,)),
     Signature("torch-missing-in-build", r"No module named '?torch\b'?(?!\.)", context=(_BUILD_ISOLATED,), context_required=True,
               cause="pip built the package in an isolated environment without torch (its setup.py imports torch to build its "

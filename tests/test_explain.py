@@ -2342,3 +2342,15 @@ def test_what_batch_95_found() -> None:
                  "`CUDAAccelerator` can not run on your system since the accelerator is not available. The following "
                  "accelerator(s) is available and can be passed into `accelerator` argument of `Fabric`: ['cpu'].\n")
     assert code_of(lightning) == ("torch-install", "cpu-only-torch")
+
+
+def test_what_batch_96_found() -> None:
+    """Batch 96's dev part: a package missing from the interpreter, as importlib.metadata says it (the version look-up a
+    library makes before importing): bitsandbytes is quantized-base's, torch torch-install's."""
+    assert code_of("importlib.metadata.PackageNotFoundError: No package metadata was found for bitsandbytes\n") == (
+        "quantized-base", "quantized-fails")
+    assert code_of("ModuleNotFoundError: No module named 'bitsandbytes'\n") == ("quantized-base", "quantized-fails")
+    assert code_of("importlib.metadata.PackageNotFoundError: No package metadata was found for torch\n") == (
+        "torch-install", "torch-missing")
+    # (another package of that name's family is not torch: torchvision, torch-tensorrt)
+    assert code_of("importlib.metadata.PackageNotFoundError: No package metadata was found for torch-tensorrt\n") == ("none", "")
