@@ -2354,3 +2354,11 @@ def test_what_batch_96_found() -> None:
         "torch-install", "torch-missing")
     # (another package of that name's family is not torch: torchvision, torch-tensorrt)
     assert code_of("importlib.metadata.PackageNotFoundError: No package metadata was found for torch-tensorrt\n") == ("none", "")
+
+
+def test_what_batch_97_found() -> None:
+    """Batch 97's dev part: Metal's own out-of-memory status, as any engine on a Mac reports it (llama.cpp's Metal backend)."""
+    metal = ("ggml_metal_graph_compute: command buffer 1 failed with status 5\n"
+             "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n"
+             "graph_compute: ggml_backend_sched_graph_compute_async failed with error -1\n")
+    assert code_of(metal) == ("device-memory", "out-of-memory")

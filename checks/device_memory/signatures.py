@@ -71,7 +71,9 @@ SIGNATURES = (
               cause="no cuDNN convolution algorithm fits in the GPU memory left: the GPU is (nearly) full",
               remedies=EXPLAIN_REMEDIES),
     # Apple silicon's unified memory through MPS: "MPS backend out of memory (MPS allocated: ..., other allocations: ...)"
-    Signature("out-of-memory", r"MPS backend out of memory",
+    # (and Metal's own command-buffer status under any engine on the Mac, llama.cpp's or MLX's: "Insufficient Memory
+    # (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", Apple's MTLCommandBufferError outOfMemory)
+    Signature("out-of-memory", r"MPS backend out of memory|kIOGPUCommandBufferCallbackErrorOutOfMemory\b",
               cause="the Mac's MPS allocator ran out of its share of unified memory (PYTORCH_MPS_HIGH_WATERMARK_RATIO caps it)",
               remedies=EXPLAIN_REMEDIES),
     Signature("out-of-memory", r"(CUDA|HIP|XPU) out of memory\b|"  # the same allocator on ROCm and Intel GPUs; told in words too
