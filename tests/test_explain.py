@@ -2362,3 +2362,16 @@ def test_what_batch_97_found() -> None:
              "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n"
              "graph_compute: ggml_backend_sched_graph_compute_async failed with error -1\n")
     assert code_of(metal) == ("device-memory", "out-of-memory")
+
+
+def test_what_the_older_dev_sets_distributed_misses_found() -> None:
+    """The older dev sets' distributed misses, read by structure: a serving engine's custom all-reduce kernel failing
+    between the GPUs (its own source file named), and nccl-tests' report of an NCCL call that failed."""
+    allreduce = "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'\n"
+    assert code_of(allreduce) == ("distributed", "collective-fails")
+    assert "custom-all-reduce-off" in {r.id for r in explained(allreduce).diagnoses[0].remedies}
+    tests = ("fengyun: Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL developers / '\n"
+             " .. fengyun pid 3164639: Test failure common.cu:844\n")
+    assert code_of(tests) == ("distributed", "collective-fails")
+    # (its allocation failing is the GPU's memory, not the transport)
+    assert code_of("host1: Test NCCL failure common.cu:959 'out of memory'\n") != ("distributed", "collective-fails")

@@ -167,6 +167,16 @@ SIGNATURES = (
                     "a VM without P2P)",
               remedies=(env_remedy("Turn peer-to-peer off: NCCL_P2P_DISABLE=1 on every rank (copies go through host memory)",
                                    "nccl-p2p-disable", {"NCCL_P2P_DISABLE": "1"}), CONFIRM_ACROSS_RANKS)),
+    # The serving engines' own all-reduce kernel for tensor parallelism, which maps the other GPUs' buffers through CUDA IPC
+    # and peer access instead of NCCL (vLLM's and sglang's csrc/custom_all_reduce.cuh: "Failed: Cuda error
+    # /workspace/csrc/custom_all_reduce.cuh:368 'invalid argument'"), failing where the GPUs cannot reach each other so
+    # (ms-swift's FAQ, PR #4612: add --disable_custom_all_reduce true)
+    Signature("collective-fails", r"custom_all_reduce\w*\.(cuh|cu|py):\d+\W{0,3}(?!\s*$)",
+              cause="the serving engine's custom all-reduce kernel (CUDA IPC and peer access between the GPUs) failed between "
+                    "these GPUs (consumer cards, PCIe ACS, a VM or container without peer-to-peer)",
+              remedies=(Remedy("Turn the engine's custom all-reduce off so that NCCL reduces (vLLM and sglang "
+                               "`--disable-custom-all-reduce`, ms-swift `--disable_custom_all_reduce true`)",
+                               id="custom-all-reduce-off"), CONFIRM_ACROSS_RANKS)),
     # accelerate's own refusal on GeForce RTX 40xx, whose driver gives NCCL no peer-to-peer (accelerate/utils/environment.py
     # check_cuda_p2p_ib_support: "Using RTX 4000 series doesn't support faster communication broadband via P2P or IB.
     # Please set `NCCL_P2P_DISABLE="1"` and `NCCL_IB_DISABLE="1"` or use `accelerate launch` which will do this
@@ -200,6 +210,13 @@ SIGNATURES = (
               across_ranks=True,
               cause="NCCL failed in the job's collectives: a transport between the GPUs or nodes (shared memory, peer-to-peer, "
                     "the network interface), or one rank that failed first; NCCL_DEBUG=INFO names the call",
+              remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
+    # nccl-tests' own report of an NCCL call that failed (github.com/NVIDIA/nccl-tests src/common.cu NCCLCHECK: "Test NCCL
+    # failure common.cu:959 'internal error - please report this issue to the NCCL developers'"): NCCL itself failed
+    # between these GPUs or nodes, with no training script in the way (not its CUDA allocation failing: "'out of memory'")
+    Signature("collective-fails", r"\bTest NCCL failure \S+:\d+ '(?!out of memory)", across_ranks=True,
+              cause="NCCL itself failed in nccl-tests between these GPUs or nodes: a transport (peer-to-peer, shared memory, "
+                    "the network interfaces the nodes name differently, InfiniBand); NCCL_DEBUG=INFO names the call",
               remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
     # NCCL refusing a dtype for a collective ("Input tensor data type is not supported for NCCL process group: BFloat16"):
     # bfloat16 collectives came with NCCL 2.10.3 (its release notes; github.com/NVIDIA/nccl/issues/477), so a torch whose
