@@ -2375,3 +2375,13 @@ def test_what_the_older_dev_sets_distributed_misses_found() -> None:
     assert code_of(tests) == ("distributed", "collective-fails")
     # (its allocation failing is the GPU's memory, not the transport)
     assert code_of("host1: Test NCCL failure common.cu:959 'out of memory'\n") != ("distributed", "collective-fails")
+
+
+def test_a_module_windows_cannot_load_is_an_extension_unless_it_is_an_everyday_packages() -> None:
+    """The older dev sets' misses: a compiled module named without an extension's suffix (KNN_CUDA's `knn`, TensorRT's
+    `tensorrt`) that Windows cannot load is read as a compiled package's; Python's own, torch's _C and Pillow's are not."""
+    assert code_of("ImportError: DLL load failed while importing knn\n") == ("extension-abi", "import-fails")
+    assert code_of("ImportError: DLL load failed while importing tensorrt: The specified module could not be found.\n") == (
+        "extension-abi", "import-fails")
+    assert code_of("ImportError: DLL load failed while importing _lzma: The specified module could not be found.\n") == ("none", "")
+    assert code_of("ImportError: DLL load failed while importing _imaging: The specified module could not be found.\n") == ("none", "")

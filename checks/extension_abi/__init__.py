@@ -479,6 +479,14 @@ SIGNATURES = (
                     "runtime DLLs are missing",
               remedies=(Remedy("Delete Triton's and torchinductor's caches (~/.triton/cache, %TEMP%\\torchinductor_<user>) and "
                                "run again; install the Triton build for this Python and torch", id="triton-cache-clear"),)),
+    # Any other module Windows cannot load, named without an extension's suffix or underscore ("DLL load failed while
+    # importing knn", KNN_CUDA's; "... importing tensorrt"): beside torch, a compiled package built for another torch, CUDA
+    # or Python far more often than not; Python's own modules, torch's _C and the everyday packages' cores (Pillow, OpenCV,
+    # numpy, onnxruntime: OTHER_PACKAGES_DLL) are not read so
+    Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)\w+" % PYTHON_OWN_MODULES,
+              unless=(OTHER_PACKAGES_DLL,),
+              cause=WINDOWS_LOAD_FAILS,
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               unless=(OTHER_PACKAGES_DLL,),
               cause=WINDOWS_LOAD_FAILS,
