@@ -2385,3 +2385,14 @@ def test_a_module_windows_cannot_load_is_an_extension_unless_it_is_an_everyday_p
         "extension-abi", "import-fails")
     assert code_of("ImportError: DLL load failed while importing _lzma: The specified module could not be found.\n") == ("none", "")
     assert code_of("ImportError: DLL load failed while importing _imaging: The specified module could not be found.\n") == ("none", "")
+
+
+def test_what_the_older_dev_sets_extension_misses_found() -> None:
+    """The older dev sets' extension-abi misses: SageAttention's wheel without a kernel for this GPU's architecture, and
+    NATTEN's own words for its compiled library not loading."""
+    sage = "WanVideoSampler\nSM89 kernel is not available. Make sure you GPUs with compute capability 8.9.\n"
+    assert code_of(sage) == ("extension-abi", "extension-other-arch")
+    assert "build-extension-for-gpu" in {r.id for r in explained(sage).diagnoses[0].remedies}
+    natten = ("ImportError: Failed to import libnatten. This could be due to an invalid/incomplete install. Please make sure "
+              "you built NATTEN correctly, or refer to https://shi-labs.com/natten for more information.\n")
+    assert code_of(natten) == ("extension-abi", "import-fails")

@@ -104,6 +104,10 @@ WINDOWS_LOAD_FAILS = "a compiled extension cannot load on Windows: built for ano
 NEEDS_ANOTHER_TORCH_BUILD = ("a compiled companion package needs a torch library this torch does not have: it was built for "
                              "another torch release or CUDA build")
 
+# A kernel without code for this GPU's architecture is built here instead of waiting for a wheel that has it
+BUILD_FOR_THIS_GPU = Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming its compute capability)",
+                            id="build-extension-for-gpu")
+
 SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so: cannot open shared object file", frames=_COMPANION_FRAMES,
               frames_required=True, cause=NEEDS_ANOTHER_TORCH_BUILD,
@@ -491,6 +495,12 @@ SIGNATURES = (
               unless=(OTHER_PACKAGES_DLL,),
               cause=WINDOWS_LOAD_FAILS,
               remedies=(REINSTALL_EXTENSION,)),
+    # NATTEN's own words for its compiled library not loading (natten/context.py: "Failed to import libnatten. This could be
+    # due to an invalid/incomplete install."): a wheel for another torch or CUDA, or a build that did not finish
+    Signature("import-fails", r"Failed to import libnatten\b",
+              cause="NATTEN's compiled library (libnatten) does not load: its wheel was built for another torch or CUDA, or "
+                    "its build from source did not finish",
+              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"flash_attn_2_cuda\S*:? (undefined symbol|cannot open shared object file)|No module named '?flash_attn_2_cuda'?",
               frames=(r"flash_attn",),
               cause="flash-attn's compiled module is missing or was built for another torch, CUDA or C++ ABI (cxx11abi)",
@@ -516,14 +526,18 @@ SIGNATURES = (
     Signature("extension-other-arch", LOCATED_NO_KERNEL,
               cause="a compiled extension's own kernel has no code for this GPU's architecture: its build predates the GPU "
                     "or left its architecture out",
-              remedies=(REINSTALL_EXTENSION, Remedy("Or build the extension here for this GPU (TORCH_CUDA_ARCH_LIST naming "
-                                                    "its compute capability)", id="build-extension-for-gpu"))),
+              remedies=(REINSTALL_EXTENSION, BUILD_FOR_THIS_GPU)),
     # CUTLASS-based kernels (xformers' memory-efficient attention) compiled for one architecture and run on another print
     # "FATAL: this function is for sm80, but was built for sm750" (a wheel built for A100 on a T4): the extension's build
     Signature("extension-other-arch", r"this function is for sm_?\d+, but was built for sm_?\d+",
               cause="a compiled extension (xformers, or another CUTLASS-based kernel) was built for another GPU architecture "
                     "than this GPU's",
               remedies=(REINSTALL_EXTENSION,)),
+    # SageAttention dispatching to a per-architecture kernel its wheel was built without (sageattention/core.py: "SM89 kernel
+    # is not available. Make sure you GPUs with compute capability 8.9."; an RTX 5090 under a wheel built before sm_120)
+    Signature("extension-other-arch", r"\bSM\d{2,3} kernel is not available\b",
+              cause="SageAttention's wheel has no kernel for this GPU's architecture: built before the GPU or without it",
+              remedies=(REINSTALL_EXTENSION, BUILD_FOR_THIS_GPU)),
     # xformers' operator listing when its wheel has no CUDA kernels for this torch ("xFormers wasn't build with CUDA
     # support", as older releases spell it): a CPU or mismatched build of xformers
     Signature("extension-not-loaded", r"xFormers wasn'?t buil[dt] with CUDA support",
