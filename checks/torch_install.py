@@ -359,6 +359,10 @@ NUMPY_MATCH = Remedy("Make numpy and the compiled packages agree: install the nu
 TORCH_LIBRARY_BROKEN = "torch is installed but one of its shared libraries is missing or mismatched"
 # torch's CUDA or ROCm library loaded by ctypes (an OSError): an extension's loader, not torch's own import (extension-abi)
 TORCH_VARIANT_BY_CTYPES = r"\bOSError: libtorch_(cuda|hip)(_cpp|_cu)?\.so[.\d]*: cannot open shared object file"
+# torch's core libraries, in every build, not found by the dynamic loader: torch's own _C finds them through its rpath,
+# so a module that links them by name and was imported before `import torch` loaded them fails so (an extension's)
+_CORE_NOT_FOUND = r"(c10|torch(_cpu|_python)?)\.so[.\d]*: cannot open shared object file"
+TORCH_CORE_NOT_FOUND = r"\blib" + _CORE_NOT_FOUND
 
 SIGNATURES = (
     # (not pip's own build of a package that imports torch in its setup.py, inside the isolated environment pip builds in,
@@ -376,7 +380,10 @@ SIGNATURES = (
               # (not torch 1.8-1.13's split CUDA libraries, which only an extension built against them looks for under a
               # newer torch: extension-abi's, below and there)
               # (torch's own: libtorch.so, libtorch_cpu.so ...; not a library merely named after it, libtorch2trt_dynamic.so)
-              r"lib(torch(?!_cuda_(cu|cpp)\.)(_\w+)?|c10(_\w+)?|shm|caffe2\w*|cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
+              # (nor torch's core libraries not found at all, which torch's own modules find through their rpath: a
+              # module that links them by name, imported before torch; read below where torch's own import is in view)
+              r"lib(?!" + _CORE_NOT_FOUND + r")(torch(?!_cuda_(cu|cpp)\.)(_\w+)?|c10(_\w+)?|shm|caffe2\w*|"
+              r"cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
               r"cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
@@ -399,6 +406,10 @@ SIGNATURES = (
               remedies=(REINSTALL_TORCH,)),
     # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
     # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
+    # torch's core libraries missing under torch's own import: its lib folder lost them (a broken install)
+    Signature("torch-import-failed", TORCH_CORE_NOT_FOUND, frames=(r"(^|/)torch/__init__\.py$",), frames_required=True,
+              cause=TORCH_LIBRARY_BROKEN,
+              remedies=(REINSTALL_TORCH,)),
     Signature("torch-import-failed", r"dlopen\([^\n]*[\\/]torch[\\/][^\n]*\bLibrary not loaded\b|"
                                      r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])",
               cause=TORCH_LIBRARY_BROKEN,

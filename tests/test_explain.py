@@ -2396,3 +2396,22 @@ def test_what_the_older_dev_sets_extension_misses_found() -> None:
     natten = ("ImportError: Failed to import libnatten. This could be due to an invalid/incomplete install. Please make sure "
               "you built NATTEN correctly, or refer to https://shi-labs.com/natten for more information.\n")
     assert code_of(natten) == ("extension-abi", "import-fails")
+
+
+def test_torchs_core_libraries_not_found_are_an_extension_imported_first_unless_torchs_import_is_in_view() -> None:
+    """The older dev sets' look-alikes: libc10.so or libtorch_cpu.so not found with no frame in view is a module that links
+    them by name imported before torch (torch's own modules find them through their rpath); under torch's own import, its
+    install lost them."""
+    bare = "ImportError: libc10.so: cannot open shared object file: No such file or directory\n"
+    assert code_of(bare) == ("extension-abi", "import-fails")
+    assert "import-torch-first" in {r.id for r in explained(bare).diagnoses[0].remedies}
+    own = ("Traceback (most recent call last):\n"
+           '  File "<stdin>", line 1, in <module>\n'
+           '  File "/env/lib/python3.10/site-packages/torch/__init__.py", line 237, in <module>\n'
+           "    from torch._C import *  # noqa: F403\n"
+           "ImportError: libtorch_cpu.so: cannot open shared object file: No such file or directory\n")
+    assert code_of(own) == ("torch-install", "torch-import-failed")
+    # (its other libraries, and a symbol missing from the core ones, stay torch's)
+    assert code_of("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n")[0] != "extension-abi"
+    assert code_of("ImportError: /env/lib/python3.10/site-packages/torch/lib/libc10.so: undefined symbol: _ZN3c10\n") == (
+        "torch-install", "torch-import-failed")

@@ -25,7 +25,7 @@ from envdoctor.target.model import Check, Remedy, Signature
 
 from ..apex.probe import CUDA_EXTENSIONS as APEX_CUDA_EXTENSIONS
 from ..cuda_compat.signatures import LOCATED_NO_KERNEL
-from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY, TENSORFLOW_LOADER, TORCH_VARIANT_BY_CTYPES
+from ..torch_install import MACHO_WRONG_CPU, PACKAGE_C_LOGGED, SPLIT_CUDA_LIBRARY, TENSORFLOW_LOADER, TORCH_CORE_NOT_FOUND, TORCH_VARIANT_BY_CTYPES
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -123,6 +123,10 @@ SIGNATURES = (
     Signature("import-fails", r"(libtorch\w*|libc10\w*)\.so[.\d]*: cannot open shared object file",
               context=(r"^\s*from (?!torch\b)[\w.]+ import _C\b|^\s*import (?!torch\b)[\w.]+\._C\b",), context_required=True,
               unless=(TORCH_OWN_IMPORT,),
+              cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
+    # (or with no frame at all, torch's core libraries: "ImportError: libc10.so: cannot open shared object file", which
+    # torch's own modules find through their rpath, so a module that links them by name, imported first, fails so)
+    Signature("import-fails", TORCH_CORE_NOT_FOUND, unless=(TORCH_OWN_IMPORT,),
               cause=LOADS_TORCH_ITSELF, remedies=(IMPORT_TORCH_FIRST, REINSTALL_EXTENSION)),
     # (or said by ctypes, with no frame: "OSError: libtorch_cuda.so: cannot open shared object file". torch's own import
     # loads its CUDA or ROCm library as an extension module, which fails as an ImportError; an OSError for it is a loader's
