@@ -2415,3 +2415,10 @@ def test_torchs_core_libraries_not_found_are_an_extension_imported_first_unless_
     assert code_of("ImportError: libcudnn.so.8: cannot open shared object file: No such file or directory\n")[0] != "extension-abi"
     assert code_of("ImportError: /env/lib/python3.10/site-packages/torch/lib/libc10.so: undefined symbol: _ZN3c10\n") == (
         "torch-install", "torch-import-failed")
+
+
+def test_what_batch_99_found() -> None:
+    """Batch 99's dev part: torch's store raising EADDRINUSE as a RuntimeError with no other word beside it is the master
+    port taken; a server's own bind failing (Python's OSError) is not the ranks'."""
+    assert code_of("RuntimeError: Address already in use\n") == ("distributed", "port-in-use")
+    assert code_of("OSError: [Errno 98] Address already in use\n") == ("none", "")

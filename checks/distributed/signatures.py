@@ -97,10 +97,12 @@ SIGNATURES = (
     # The master's port taken (EADDRINUSE): a second job on the same machine, or a stale process of an earlier run, holds
     # MASTER_PORT (torch's store: "The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in
     # use)"; THD's "Address already in use at .../THD/process_group/General.cpp"). Only beside torch.distributed's words: a
-    # web UI's own port in use is not the ranks'
+    # web UI's own port in use is not the ranks' (a server's bind fails as Python's OSError: "[Errno 98] Address already in
+    # use"; torch's store raises it as a RuntimeError, which is the ranks' with no other word beside it)
     Signature("port-in-use", ADDRESS_IN_USE,
               context=(r"(?i)MASTER_PORT|master_port|torch\.distributed|process_group|init_process_group|c10d|torchrun|"
-                       r"rendezvous|\bTHD\b|server socket|tcp://|:29500\b",), context_required=True,
+                       r"rendezvous|\bTHD\b|server socket|tcp://|:29500\b|(?-i:RuntimeError: Address already in use\b)",),
+              context_required=True,
               confirmed_by=("distributed:port-in-use",),
               cause="the job's master port is taken: another job on this machine (or a stale process of an earlier run) "
                     "already listens on MASTER_PORT",
