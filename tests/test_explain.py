@@ -2422,3 +2422,13 @@ def test_what_batch_99_found() -> None:
     port taken; a server's own bind failing (Python's OSError) is not the ranks'."""
     assert code_of("RuntimeError: Address already in use\n") == ("distributed", "port-in-use")
     assert code_of("OSError: [Errno 98] Address already in use\n") == ("none", "")
+
+
+def test_the_kernel_refusing_memory_is_the_hosts_ram() -> None:
+    """The older dev sets' misses: ENOMEM as Python raises it when a DataLoader worker forks (a Jetson without swap) is the
+    host's RAM; InfiniBand's memory registration failing the same way stays distributed's."""
+    fork = ('  File "/usr/lib/python3.6/multiprocessing/popen_fork.py", line 66, in _launch\n'
+            "    self.pid = os.fork()\n"
+            "OSError: [Errno 12] Cannot allocate memory\n")
+    assert code_of(fork) == ("device-memory", "out-of-memory")
+    assert "host-ram" in {r.id for r in explained(fork).diagnoses[0].remedies}

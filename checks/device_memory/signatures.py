@@ -204,6 +204,13 @@ SIGNATURES = (
               cause="the host ran out of RAM: Python could not allocate memory (a replay buffer or dataset held whole, or a "
                     "32-bit Python's address space)",
               remedies=(HOST_RAM,)),
+    # The kernel refusing a process memory (ENOMEM, errno 12: "OSError: [Errno 12] Cannot allocate memory" from os.fork as
+    # DataLoader or multiprocessing starts a worker, or mmap): the host's RAM and swap are spent (a Jetson without swap);
+    # not an RDMA registration (ibv_reg_mr's "Cannot allocate memory" is the memlock limit, distributed's)
+    Signature("out-of-memory", r"\[Errno 12\] Cannot allocate memory",
+              cause="the host ran out of RAM: the kernel refused the process memory (starting a DataLoader or multiprocessing "
+                    "worker forks the whole process)",
+              remedies=(HOST_RAM,)),
     # torch's own host allocator refusing (c10's alloc_cpu.cpp: "DefaultCPUAllocator: not enough memory: you tried to allocate
     # 268435456 bytes" on Windows, "... can't allocate memory: you tried to allocate ... Error code 12" on Linux): the
     # host's RAM, not the GPU's; not a request of a terabyte or more, which is a program's size gone wrong
