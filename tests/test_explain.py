@@ -2432,3 +2432,5 @@ def test_the_kernel_refusing_memory_is_the_hosts_ram() -> None:
             "OSError: [Errno 12] Cannot allocate memory\n")
     assert code_of(fork) == ("device-memory", "out-of-memory")
     assert "host-ram" in {r.id for r in explained(fork).diagnoses[0].remedies}
+    ib = "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n"
+    assert code_of(ib)[0] == "distributed"
