@@ -2434,3 +2434,15 @@ def test_the_kernel_refusing_memory_is_the_hosts_ram() -> None:
     assert "host-ram" in {r.id for r in explained(fork).diagnoses[0].remedies}
     ib = "misc/ibvwrap.cc:278 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n"
     assert code_of(ib)[0] == "distributed"
+
+
+def test_what_batch_100_found() -> None:
+    """Batch 100's dev part: vLLM refusing to start with less GPU memory free than its share asks, and an extension built
+    for architectures older than its code supports (libcu++'s own #error)."""
+    vllm = ("ValueError: Free memory on device (70.82/79.25 GiB) on startup is less than desired GPU memory utilization (0.9, "
+            "71.33 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n")
+    assert code_of(vllm) == ("device-memory", "out-of-memory")
+    assert "engine-memory-share" in {r.id for r in explained(vllm).diagnoses[0].remedies}
+    build = '"cuda/std/barrier:15:4: error: #error "CUDA synchronization primitives are only supported for sm_70 and up."\n'
+    assert code_of(build) == ("extension-abi", "extension-other-arch")
+    assert "arch-list-for-build" in {r.id for r in explained(build).diagnoses[0].remedies}

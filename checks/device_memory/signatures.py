@@ -253,6 +253,13 @@ SIGNATURES = (
               cause="the GPU memory left after the weights holds a KV cache shorter than the model's context",
               remedies=(Remedy("Lower `max_model_len` to what fits, raise `gpu_memory_utilization` (if nothing else uses the GPU), or "
                                "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),
+    # vLLM refusing to start where less GPU memory is free than its share asks (vllm/worker: "Free memory on device (70.82/
+    # 79.25 GiB) on startup is less than desired GPU memory utilization (0.9, 71.33 GiB)"): another process holds some
+    Signature("out-of-memory", r"Free memory on device \([\d.]+/[\d.]+ GiB\) on startup is less than desired GPU memory utilization",
+              cause="less GPU memory is free than the engine's gpu_memory_utilization asks for: another process (a second "
+                    "engine, a notebook, a desktop) holds part of the GPU",
+              remedies=(Remedy("Lower `gpu_memory_utilization` to what is free, or stop what else holds the GPU (`nvidia-smi` "
+                               "lists it)", id="engine-memory-share"),)),
     Signature("out-of-memory", r"CUBLAS_STATUS_(ALLOC_FAILED|NOT_INITIALIZED)", context=OOM_HINTS, context_required=True,
               cause="cuBLAS could not create its handle or workspace because the GPU is (nearly) full",
               remedies=EXPLAIN_REMEDIES),

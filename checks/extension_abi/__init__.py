@@ -537,6 +537,14 @@ SIGNATURES = (
               cause="a compiled extension (xformers, or another CUTLASS-based kernel) was built for another GPU architecture "
                     "than this GPU's",
               remedies=(REINSTALL_EXTENSION,)),
+    # An extension built from source for architectures its code cannot target: libcu++'s own guard (cuda/std/barrier: "#error
+    # "CUDA synchronization primitives are only supported for sm_70 and up."") where TORCH_CUDA_ARCH_LIST (or torch's
+    # default list) still names older ones (S-LoRA's README: export TORCH_CUDA_ARCH_LIST="8.0 8.6")
+    Signature("extension-other-arch", r"#error\W{0,3}[^\n]{0,120}\bonly supported (for|on) sm_?\d+ and (up|above|newer|later)\b",
+              cause="the extension was compiled for GPU architectures older than its code supports (TORCH_CUDA_ARCH_LIST, or "
+                    "the default list of a build with no GPU in view, names them)",
+              remedies=(Remedy("Build with TORCH_CUDA_ARCH_LIST naming only this machine's GPUs (e.g. \"8.0 8.6\"), or install a "
+                               "prebuilt wheel of the extension", id="arch-list-for-build"),)),
     # SageAttention dispatching to a per-architecture kernel its wheel was built without (sageattention/core.py: "SM89 kernel
     # is not available. Make sure you GPUs with compute capability 8.9."; an RTX 5090 under a wheel built before sm_120)
     Signature("extension-other-arch", r"\bSM\d{2,3} kernel is not available\b",
