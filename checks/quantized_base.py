@@ -326,9 +326,6 @@ SIGNATURES = (
               cause="the installed bitsandbytes is older than the code using it: the class or function it asks for came in a "
                     "later release (4-bit Linear4bit in 0.39)",
               remedies=(BITSANDBYTES_UPGRADE,)),
-    # transformers' lazy import of its bitsandbytes integration failing, whatever bitsandbytes raised inside it ("Failed
-    # to import transformers.integrations.bitsandbytes because of the following error ... No module named 'triton.ops'":
-    # bitsandbytes before 0.45 under triton 3.2, which removed triton.ops; github.com/ai-dock/comfyui/issues/132)
     # bitsandbytes absent from the interpreter, as Python says it (the import, or importlib.metadata's version look-up that
     # transformers and Qwen's code make first: "PackageNotFoundError: No package metadata was found for bitsandbytes")
     Signature("quantized-fails", r"No module named '?bitsandbytes'?(?!\.)|"
@@ -336,6 +333,9 @@ SIGNATURES = (
               cause="bitsandbytes is not installed in the interpreter that ran the script, and the run asked for 4/8-bit "
                     "quantization",
               remedies=EXPLAIN_REMEDIES[::-1]),
+    # transformers' lazy import of its bitsandbytes integration failing, whatever bitsandbytes raised inside it ("Failed
+    # to import transformers.integrations.bitsandbytes because of the following error ... No module named 'triton.ops'":
+    # bitsandbytes before 0.45 under triton 3.2, which removed triton.ops; github.com/ai-dock/comfyui/issues/132)
     Signature("quantized-fails", r"Failed to import transformers\.integrations\.bitsandbytes\b",
               cause="bitsandbytes does not import here (a release too old for the installed triton or torch, or a build for "
                     "another platform), so transformers cannot quantize with it",

@@ -404,12 +404,12 @@ SIGNATURES = (
                       TORCH_VARIANT_BY_CTYPES),
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
-    # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
-    # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
     # torch's core libraries missing under torch's own import: its lib folder lost them (a broken install)
     Signature("torch-import-failed", TORCH_CORE_NOT_FOUND, frames=(r"(^|/)torch/__init__\.py$",), frames_required=True,
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
+    # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
+    # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
     Signature("torch-import-failed", r"dlopen\([^\n]*[\\/]torch[\\/][^\n]*\bLibrary not loaded\b|"
                                      r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])",
               cause=TORCH_LIBRARY_BROKEN,

@@ -466,18 +466,16 @@ SIGNATURES = (
                               r"(?!torch[\\/])\w+[\\/]",
               cause=SYMBOL_NOT_IN_TORCH,
               remedies=(REINSTALL_EXTENSION,)),
-    # A package's private compiled module (`_turbomind`, `_fused`) that Windows cannot load for any reason, in any language
-    # ("DLL load failed while importing _turbomind: 找不到指定的模块"): a DLL it was linked against (the CUDA runtime of
-    # its build) or a torch symbol is missing. Python's own compiled modules (the DLLs folder of a Windows install:
-    # _lzma, _ssl, _sqlite3, _ctypes, ...) and torch's _C are not extensions
-    Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)_\w+" % PYTHON_OWN_MODULES,
+    # A compiled module Windows cannot load for any reason, in any language: a package's private one (`_turbomind`, `_fused`:
+    # "DLL load failed while importing _turbomind: 找不到指定的模块"), one named as an extension by convention (exllamav2_ext,
+    # *_cuda, *_kernels; torch-directml's `torch_directml_native`: "The specific procedure could not be found"), or any other
+    # beside torch (KNN_CUDA's `knn`, `tensorrt`): a DLL it was linked against (the CUDA runtime of its build) or a torch
+    # symbol is missing, far more often than not. Python's own compiled modules (the DLLs folder of a Windows install: _lzma,
+    # _ssl, _sqlite3, _ctypes, ...), torch's _C, Triton's launcher (below) and the everyday packages' cores (Pillow, OpenCV,
+    # numpy, onnxruntime: OTHER_PACKAGES_DLL) are not read so
+    Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)(?!(cuda_utils|__triton_launcher)\b)\w+"
+                              % PYTHON_OWN_MODULES,
               unless=(OTHER_PACKAGES_DLL,),
-              cause=WINDOWS_LOAD_FAILS,
-              remedies=(REINSTALL_EXTENSION,)),
-    # A compiled extension named as such by convention (exllamav2_ext, *_cuda, *_kernels), whatever package holds it
-    # (and a package's `*_native` module: "DLL load failed while importing torch_directml_native: The specific procedure
-    # could not be found", torch-directml built for another torch)
-    Signature("import-fails", r"DLL load failed while importing \w+%s\b" % COMPILED_SUFFIX,
               cause=WINDOWS_LOAD_FAILS,
               remedies=(REINSTALL_EXTENSION,)),
     # Triton's own launcher module, compiled into its cache on first use (cuda_utils.pyd under ~/.triton/cache): a cache
@@ -487,14 +485,6 @@ SIGNATURES = (
                     "runtime DLLs are missing",
               remedies=(Remedy("Delete Triton's and torchinductor's caches (~/.triton/cache, %TEMP%\\torchinductor_<user>) and "
                                "run again; install the Triton build for this Python and torch", id="triton-cache-clear"),)),
-    # Any other module Windows cannot load, named without an extension's suffix or underscore ("DLL load failed while
-    # importing knn", KNN_CUDA's; "... importing tensorrt"): beside torch, a compiled package built for another torch, CUDA
-    # or Python far more often than not; Python's own modules, torch's _C and the everyday packages' cores (Pillow, OpenCV,
-    # numpy, onnxruntime: OTHER_PACKAGES_DLL) are not read so
-    Signature("import-fails", r"DLL load failed while importing (?!_C\b)(?!%s\b)\w+" % PYTHON_OWN_MODULES,
-              unless=(OTHER_PACKAGES_DLL,),
-              cause=WINDOWS_LOAD_FAILS,
-              remedies=(REINSTALL_EXTENSION,)),
     Signature("import-fails", r"DLL load failed( while importing \w+)?", frames=_EXT_FRAMES + _COMPANION_FRAMES, frames_required=True,
               unless=(OTHER_PACKAGES_DLL,),
               cause=WINDOWS_LOAD_FAILS,
