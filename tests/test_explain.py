@@ -2446,3 +2446,12 @@ def test_what_batch_100_found() -> None:
     build = '"cuda/std/barrier:15:4: error: #error "CUDA synchronization primitives are only supported for sm_70 and up."\n'
     assert code_of(build) == ("extension-abi", "extension-other-arch")
     assert "arch-list-for-build" in {r.id for r in explained(build).diagnoses[0].remedies}
+
+
+def test_sampling_nans_beside_a_gpu_without_bf16_are_the_fp16_overflow() -> None:
+    """An older dev set's miss: sampling refusing NaN probabilities beside a GPU without bf16 (a V100, a T4), where a model
+    trained in bf16 runs in fp16, is the fp16 overflow; said alone it stays unread."""
+    faq = ("### Q7: v100显卡，在python虚拟环境中完成环境准备，在测试推理命令时报错 RuntimeError: probability tensor contains "
+           "either `inf`, `nan` or element < 0\n")
+    assert code_of(faq) == ("library-probes", "fp16-overflow")
+    assert code_of("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n") == ("none", "")

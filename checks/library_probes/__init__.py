@@ -111,7 +111,10 @@ SIGNATURES = (
               # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
               # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
               context=(r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
-                       r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(",), context_required=True,
+                       r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(|"
+                       # (or a GPU without bf16, where a model trained in bf16 runs in fp16: V100, T4, Pascal, Turing; bounded by ASCII
+                       # letters, as a Chinese post writes "v100显卡")
+                       r"(?i:(?<![A-Za-z0-9])(V100|T4|P100|P40|GTX ?10[5-8]0|RTX ?20[6-8]0)(?![A-Za-z0-9]))",), context_required=True,
               cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
