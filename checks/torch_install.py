@@ -480,6 +480,9 @@ SIGNATURES = (
                                r"No candidates were found for (py)?torch(-cuda|vision|audio)?\b|"
                                r"Distribution `torch(vision|audio)?(?![\w.-])[^`\n]{0,200}` can't be installed because it doesn't have a "
                                r"(source distribution or )?wheel for the current platform|"
+                               # (and as people retell it: "Torch 2.5.1 not available (MacOS)", an Intel Mac's last wheel being
+                               # 2.2.2)
+                               r"\b(?i:torch)(vision|audio)? ?(==)?v?\d+\.\d+(\.\d+)?(\+\w+)? (is )?not available\b|"
                                # (pip fell back to PyPI's torch 0.1.2 source package, whose setup.py imports torch's old build
                                # tools: "ModuleNotFoundError: No module named 'tools.nnwrap'")
                                r"No module named '?tools\.nnwrap\b",
@@ -488,6 +491,16 @@ SIGNATURES = (
               cause="no torch release on the index has a wheel for this interpreter: its Python version, CPU (an x86_64 Python "
                     "under Rosetta on Apple silicon, 32-bit Windows) or OS (a +cuXXX build asked of a Mac) has none",
               remedies=(SUPPORTED_PYTHON,)),
+    # An x86_64 Python under Rosetta on Apple silicon, shown by what it runs (`platform.machine()` printing x86_64, pip
+    # fetching macosx_*_x86_64 wheels) beside the Mac's arm64: pip installs Intel builds (torch stops at 2.2.2 there, without
+    # MPS) (github.com/instructlab/instructlab's macOS notes: the universal2 python3 run from a Rosetta shell)
+    Signature("torch-missing", r"\bmacosx_\d+_\d+_x86_64\b|platform\.machine\(\)\)?'?\s*\n\s*x86_64\b",
+              context=(r"\barm64e?\b|Apple (silicon|M\d)|\bM[1-4] (Pro|Max|Ultra|chip|Mac)|\bRosetta\b",), context_required=True,
+              cause="the Python is an x86_64 build running under Rosetta on Apple silicon: pip installs Intel builds of torch "
+                    "(the last is 2.2.2, without MPS) and the packages beside it",
+              remedies=(Remedy("Use a native arm64 Python (`arch -arm64` shell, a python.org universal2 or conda-forge osx-arm64 "
+                               "build; `python -c 'import platform; print(platform.machine())'` must print arm64), then "
+                               "reinstall torch in it", id="arm64-python"),)),
     # torch's own libraries built for the other CPU of a Mac (an x86_64 torch under an arm64 Python, or the reverse)
     Signature("torch-import-failed", MACHO_WRONG_CPU, context=(r"[\\/]torch[\\/]",), context_required=True,
               cause="this torch was installed for the other CPU architecture of the Mac (x86_64 under Rosetta vs arm64): the "

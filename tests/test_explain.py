@@ -2455,3 +2455,18 @@ def test_sampling_nans_beside_a_gpu_without_bf16_are_the_fp16_overflow() -> None
            "either `inf`, `nan` or element < 0\n")
     assert code_of(faq) == ("library-probes", "fp16-overflow")
     assert code_of("RuntimeError: probability tensor contains either `inf`, `nan` or element < 0\n") == ("none", "")
+
+
+def test_what_batch_103_found() -> None:
+    """Batch 103's dev part: a torch release "not available" as people retell pip's refusal, and an x86_64 Python under
+    Rosetta shown by what it runs beside the Mac's arm64 (an Intel Mac's own x86_64 wheels are not read so)."""
+    assert code_of("Unable to install Comfyui, Torch 2.5.1 not available (MacOS)\n") == ("torch-install", "torch-missing")
+    rosetta = ("$ file -b $(command -v python3)\n"
+               "Mach-O universal binary with 2 architectures: [x86_64:Mach-O 64-bit executable x86_64] "
+               "[arm64:Mach-O 64-bit executable arm64]\n"
+               "$ python3 -c 'import platform; print(platform.machine())'\n"
+               "x86_64\n"
+               "Downloading numpy-1.26.4-cp311-cp311-macosx_10_9_x86_64.whl.metadata (61 kB)\n")
+    assert code_of(rosetta) == ("torch-install", "torch-missing")
+    assert "arm64-python" in {r.id for r in explained(rosetta).diagnoses[0].remedies}
+    assert code_of("Downloading numpy-1.26.4-cp311-cp311-macosx_10_9_x86_64.whl.metadata (61 kB)\n") == ("none", "")
