@@ -2470,3 +2470,14 @@ def test_what_batch_103_found() -> None:
     assert code_of(rosetta) == ("torch-install", "torch-missing")
     assert "arm64-python" in {r.id for r in explained(rosetta).diagnoses[0].remedies}
     assert code_of("Downloading numpy-1.26.4-cp311-cp311-macosx_10_9_x86_64.whl.metadata (61 kB)\n") == ("none", "")
+
+
+def test_what_batch_104_found() -> None:
+    """Batch 104's dev part: the container toolkit's last unsatisfied alternative of an image's CUDA requirement (a Tesla
+    driver branch) is the driver too old for the image; torch's ROCm build finding no AMD GPU is the machine's GPU not
+    reachable, told with ROCm's remedies."""
+    brand = "nvidia-container-cli: requirement error: unsatisfied condition: brand = tesla: unknown.\n"
+    assert code_of(brand) == ("cuda-compat", "driver-too-old")
+    hip = "RuntimeError: No HIP GPUs are available\n"
+    assert code_of(hip) == ("cuda-compat", "no-cuda-device")
+    assert "rocm-gpu-visible" in {r.id for r in explained(hip).diagnoses[0].remedies}

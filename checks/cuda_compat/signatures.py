@@ -295,8 +295,10 @@ SIGNATURES = (
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     # the NVIDIA container toolkit refusing an image whose CUDA is newer than the host's driver ("nvidia-container-cli:
     # requirement error: unsatisfied condition: cuda>=11.8, please update your driver to a newer version"; nvidia-docker
-    # 1.0's words for it: "Error: unsupported CUDA version: driver 8.0 < image 9.0.176")
-    Signature("driver-too-old", r"requirement error: unsatisfied condition: cuda>=?[\d.]+|"
+    # 1.0's words for it: "Error: unsupported CUDA version: driver 8.0 < image 9.0.176"; and where the image's
+    # NVIDIA_REQUIRE_CUDA offers Tesla driver branches as alternatives, the last one it tried: "unsatisfied condition: brand =
+    # tesla", Determined's troubleshooting docs: a driver too old for the CUDA 10 image)
+    Signature("driver-too-old", r"requirement error: unsatisfied condition: (cuda>=?[\d.]+|brand ?= ?\w+)|"
                                 r"unsupported CUDA version: driver [\d.]+ < image [\d.]+",
               cause="the host's NVIDIA driver is older than the CUDA the container image needs",
               remedies=CONTAINER_NEWER_THAN_DRIVER),
@@ -318,6 +320,16 @@ SIGNATURES = (
                                 r"\blibcuda\.so(\.1)?: cannot open shared object file",  # the driver's own library, not the toolkit's
               cause="no NVIDIA driver (libcuda) is installed or loaded",
               remedies=(VISIBLE_GPU,)),
+    # torch's ROCm build finding no AMD GPU ("RuntimeError: No HIP GPUs are available"): the ROCm driver and libraries not
+    # reachable from this process (a container without /dev/kfd and /dev/dri, a user outside the render and video groups,
+    # compute nodes without ROCm: Determined's known issue), HIP_VISIBLE_DEVICES hiding them, or no AMD GPU at all
+    Signature("no-cuda-device", r"No HIP GPUs are available",
+              cause="this ROCm torch sees no AMD GPU: the ROCm driver is not reachable from this process (a container "
+                    "without /dev/kfd and /dev/dri, a user outside the render and video groups), HIP_VISIBLE_DEVICES hides "
+                    "them, or the machine has none",
+              remedies=(Remedy("Give the process the AMD GPU: `rocminfo` must list it; in a container pass `--device /dev/kfd "
+                               "--device /dev/dri` (and `--group-add video`), add the user to the render and video groups, "
+                               "unset HIP_VISIBLE_DEVICES; on a machine without one, run on the CPU", id="rocm-gpu-visible"),)),
     # nvidia-smi unable to reach the kernel driver: its module is not loaded (a kernel updated without its DKMS build, a
     # driver installed but not yet loaded)
     Signature("no-cuda-device", r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver",
