@@ -2481,3 +2481,7 @@ def test_what_batch_104_found() -> None:
     hip = "RuntimeError: No HIP GPUs are available\n"
     assert code_of(hip) == ("cuda-compat", "no-cuda-device")
     assert "rocm-gpu-visible" in {r.id for r in explained(hip).diagnoses[0].remedies}
+    # (and the toolkit's hook finding no NVIDIA driver on the host at all: `--gpus all` on a Mac, cog's PR #1038)
+    toolkit = ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object "
+               "file: no such file or directory: unknown.\n")
+    assert code_of(toolkit) == ("cuda-compat", "no-cuda-device")

@@ -363,9 +363,12 @@ SIGNATURES = (
     # The container layer's own words for a container given no GPU: Docker without the NVIDIA runtime ("could not select
     # device driver "" with capabilities: [[gpu]]"), the toolkit under WSL finding no GPU adapter (WSL1, or no Windows
     # driver: "nvidia-container-cli: initialization error: WSL environment detected but no adapters were found"), vLLM in
-    # such a container ("No platform detected, vLLM is running on UnspecifiedPlatform")
+    # such a container ("No platform detected, vLLM is running on UnspecifiedPlatform"); the toolkit's hook finding no driver
+    # library on the host at all ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot
+    # open shared object file": `--gpus all` on a Mac or a host without the NVIDIA driver; cog's PR #1038)
     Signature("no-cuda-device", r"could not select device driver \"[^\"\n]*\" with capabilities: \[\[gpu\]\]|"
                                 r"WSL environment detected but no adapters were found|"
+                                r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so[.\d]*: cannot open|"
                                 r"No platform detected, vLLM is running on UnspecifiedPlatform",
               cause="the container was given no GPU: the host's Docker or Kubernetes has no NVIDIA runtime for it (or no NVIDIA "
                     "GPU at all; under WSL, WSL 1 or no Windows driver)",
