@@ -2485,3 +2485,11 @@ def test_what_batch_104_found() -> None:
     toolkit = ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object "
                "file: no such file or directory: unknown.\n")
     assert code_of(toolkit) == ("cuda-compat", "no-cuda-device")
+
+
+def test_what_batch_106_found() -> None:
+    """Batch 106's dev part: a package's compiled module without its CUDA functions (built where no fitting CUDA was
+    found) is the extension's build; torch's own _C without CUDA stays the CPU build of torch."""
+    mcubes = ("AttributeError: module 'torchmcubes_module' has no attribute 'mcubes_cuda'. Did you mean: 'mcubes_cpu'?\n")
+    assert code_of(mcubes) == ("extension-abi", "extension-not-loaded")
+    assert code_of("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'\n")[0] == "torch-install"

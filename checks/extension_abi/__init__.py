@@ -540,6 +540,13 @@ SIGNATURES = (
     Signature("extension-other-arch", r"\bSM\d{2,3} kernel is not available\b",
               cause="SageAttention's wheel has no kernel for this GPU's architecture: built before the GPU or without it",
               remedies=(REINSTALL_EXTENSION, BUILD_FOR_THIS_GPU)),
+    # A package's compiled module without its CUDA functions (built where CUDA was not found, or against another torch's
+    # CUDA: torchmcubes' "module 'torchmcubes_module' has no attribute 'mcubes_cuda'. Did you mean: 'mcubes_cpu'?", TripoSR's
+    # troubleshooting); torch's own _C without CUDA is torch-install's CPU build
+    Signature("extension-not-loaded", r"module '(?!torch[.'])[\w.]+' has no attribute '\w*_cuda\w*'",
+              cause="a package's compiled extension was built without its CUDA kernels (no CUDA toolkit, or one of another "
+                    "major than torch's, found at build time), or against another torch",
+              remedies=(REINSTALL_EXTENSION, BUILD_FOR_THIS_GPU)),
     # xformers' operator listing when its wheel has no CUDA kernels for this torch ("xFormers wasn't build with CUDA
     # support", as older releases spell it): a CPU or mismatched build of xformers
     Signature("extension-not-loaded", r"xFormers wasn'?t buil[dt] with CUDA support",
