@@ -130,8 +130,9 @@ _FLOATS = r"(Float|Half|BFloat16)"
 # Two different float dtypes: `torch.cuda.FloatTensor` against `torch.FloatTensor` reads "Float" twice once
 # spelled one way, and is a cuda/cpu device mix, not a dtype one.
 # torch 0.4 to 1.x named tensor types: "(torch.cuda.HalfTensor)", "(CUDAFloatTensor)".
-_TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>Float|Half|BFloat16)(?:Tensor)?\)?%s"
-        r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)(Float|Half|BFloat16)(?:Tensor)?\)?")
+# (and their complex kinds, an fp16 autocast meeting a complex convolution: "(ComplexHalf) and weight type (ComplexFloat)")
+_TWO = (r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?P<a>(?:Complex)?(?:Float|Half|BFloat16))(?:Tensor)?\)?%s"
+        r"\(?(?:torch\.)?(?:cuda\.|CUDA)?(?!(?P=a)(?:Tensor)?\b)((?:Complex)?(?:Float|Half|BFloat16))(?:Tensor)?\)?")
 MPS_MIX = "float32 and half tensors met in one operation on the Mac's MPS backend"
 # torch 0.4-1.5 named the two dtypes in two wordings, one signature each (_TWO's named group is one per pattern)
 MIX_OLDER_WORDING = "two tensors of different float dtypes met in one operation (an older torch's wording)"

@@ -2493,3 +2493,17 @@ def test_what_batch_106_found() -> None:
     mcubes = ("AttributeError: module 'torchmcubes_module' has no attribute 'mcubes_cuda'. Did you mean: 'mcubes_cpu'?\n")
     assert code_of(mcubes) == ("extension-abi", "extension-not-loaded")
     assert code_of("AttributeError: module 'torch._C' has no attribute '_cuda_setDevice'\n")[0] == "torch-install"
+
+
+def test_what_batch_107_found() -> None:
+    """Batch 107's dev part: tensor types named after their device in torch's legacy spelling (CUDAComplexHalfType,
+    CPUBFloat16Type) read as their scalar types, and a complex half/float mix is a dtype mix; a device mix of one dtype is
+    not."""
+    assert canonical("Input type (CUDAComplexHalfType) and weight type (CUDAComplexFloatType) should be the same") == (
+        "Input type (ComplexHalf) and weight type (ComplexFloat) should be the same")
+    assert code_of("Input type (CUDAComplexHalfType) and weight type (CUDAComplexFloatType) should be the same\n") == (
+        "dtype-mismatch", "mixes-rejected")
+    assert code_of("RuntimeError: Input type (CPUBFloat16Type) and weight type (CPUFloatType) should be the same\n") == (
+        "dtype-mismatch", "mixes-rejected")
+    assert code_of("RuntimeError: Input type (CUDAFloatType) and weight type (CPUFloatType) should be the same\n")[0] != (
+        "dtype-mismatch")

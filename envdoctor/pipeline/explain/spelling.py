@@ -19,8 +19,10 @@ from envdoctor.target.probekit.text import DTYPE_SCALAR_TYPE, SCALAR_TYPE_DTYPE
 _SCALAR = "|".join(sorted(SCALAR_TYPE_DTYPE, key=len, reverse=True))
 _CPP = re.compile(r"(?:struct |class )?(?:c10|at)::(%s)\b" % _SCALAR)
 _TENSOR_TYPE = re.compile(r"\btorch\.(?:cuda\.)?(%s)Tensor\b" % _SCALAR)
-# MPS names its tensor types after the device: "Input type (MPSFloatType) and weight type (MPSHalfType) should be the same"
-_MPS_TYPE = re.compile(r"\bMPS(%s)Type\b" % _SCALAR)
+# Tensor types named after their device: MPS's "Input type (MPSFloatType) and weight type (MPSHalfType) should be the same",
+# and the legacy CPU/CUDA names torch still prints for complex and reduced types ("Input type (CUDAComplexHalfType) and
+# weight type (CUDAComplexFloatType)", "(CPUBFloat16Type)")
+_DEVICE_TYPE = re.compile(r"\b(?:MPS|CPU|CUDA|XPU|HIP)(%s)Type\b" % _SCALAR)
 # torch.<name> as Python prints a float dtype, and the aliases torch.half, torch.float, torch.double
 _TORCH_DTYPE = dict({name: scalar for name, scalar in DTYPE_SCALAR_TYPE.items() if name.startswith(("float", "bfloat"))},
                     half="Half", float="Float", double="Double")
@@ -52,8 +54,8 @@ def canonical(text: str) -> str:
     text = _RETYPED.sub(lambda m: _RETYPED_AS[m.group(1).lower()], text.translate(_FULL_WIDTH))
     text = _CPP.sub(r"\1", text)
     text = _TENSOR_TYPE.sub(r"\1", text)
-    if "MPS" in text:
-        text = _MPS_TYPE.sub(r"\1", text)
+    if "Type" in text:
+        text = _DEVICE_TYPE.sub(r"\1", text)
     text = _PY_DTYPE.sub(lambda m: _TORCH_DTYPE[m.group(1)], text)
     return _C_NAME.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)).capitalize(), text)
 

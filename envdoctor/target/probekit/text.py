@@ -27,7 +27,7 @@ SCALAR_TYPE_DTYPE = {
     "Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Double": "float64",
     "Float8_e4m3fn": "float8_e4m3fn", "Float8_e5m2": "float8_e5m2", "Float8_e4m3fnuz": "float8_e4m3fnuz",
     "Float8_e5m2fnuz": "float8_e5m2fnuz", "Long": "int64", "Int": "int32", "Short": "int16", "Char": "int8",
-    "Byte": "uint8", "Bool": "bool", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "Byte": "uint8", "Bool": "bool", "ComplexHalf": "complex32", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
 }
 DTYPE_SCALAR_TYPE = {name: scalar for scalar, name in SCALAR_TYPE_DTYPE.items()}
 
