@@ -20,10 +20,17 @@ diffusers costs seconds (more than `import torch`), and a second worker overlaps
 
 from __future__ import annotations
 
+from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
 from envdoctor.target.model import Check, Remedy, Signature
 
 from .probe import probe
 from .rules import ID, diagnose, summarize
+
+# A GPU without bf16 (compute capability below 8.0: V100, T4, Pascal, Turing), named as the GPU table names it, in any case
+# and bounded by ASCII letters (a Chinese post writes "v100显卡", where \b finds no edge): a model trained in bf16 runs
+# there in fp16
+_ASCII_EDGE = r"(?:(?<![A-Za-z0-9])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?![A-Za-z0-9]))"
+NO_BF16_GPU = "(?i:%s)" % "|".join(pattern.replace(r"\b", _ASCII_EDGE) for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
 
 _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
                  r"diffusers[/\\]models[/\\](unets|autoencoders|attention|attention_processor|resnet|embeddings|normalization)")
@@ -112,9 +119,8 @@ SIGNATURES = (
               # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
               context=(r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
                        r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(|"
-                       # (or a GPU without bf16, where a model trained in bf16 runs in fp16: V100, T4, Pascal, Turing; bounded by ASCII
-                       # letters, as a Chinese post writes "v100显卡")
-                       r"(?i:(?<![A-Za-z0-9])(V100|T4|P100|P40|GTX ?10[5-8]0|RTX ?20[6-8]0)(?![A-Za-z0-9]))",), context_required=True,
+                       + NO_BF16_GPU,),  # (or a GPU without bf16, where it runs in fp16)
+              context_required=True,
               cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
