@@ -2507,3 +2507,14 @@ def test_what_batch_107_found() -> None:
         "dtype-mismatch", "mixes-rejected")
     assert code_of("RuntimeError: Input type (CUDAFloatType) and weight type (CPUFloatType) should be the same\n")[0] != (
         "dtype-mismatch")
+
+
+def test_what_batch_112_found() -> None:
+    """Batch 112's dev part: numpy's warning as NaN pixels are cast to bytes is an fp16 overflow with or without fp16 words
+    beside it (an upscaler under autocast); "mix precision" said without its -ed is half precision."""
+    dat = ("WARNING:py.warnings:D:\\SDWebUI\\modules\\upscaler_utils.py:33: RuntimeWarning: invalid value encountered in cast\n"
+           "  arr = arr.round().astype(np.uint8)\n")
+    assert code_of(dat) == ("library-probes", "fp16-overflow")
+    assert code_of("RuntimeWarning:: invalid value encountered in cast\n") == ("library-probes", "fp16-overflow")
+    assert code_of("Mix precision training failed for Pointpillars on Waymo dataset. Got nan output all the time.\n") == (
+        "library-probes", "fp16-overflow")

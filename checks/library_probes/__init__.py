@@ -32,6 +32,12 @@ from .rules import ID, diagnose, summarize
 _ASCII_EDGE = r"(?:(?<![A-Za-z0-9])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?![A-Za-z0-9]))"
 NO_BF16_GPU = "(?i:%s)" % "|".join(pattern.replace(r"\b", _ASCII_EDGE) for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
 
+# A run in half precision, as the lines around its error show it: fp16 words, a GPU without bf16, or the pixel conversion
+# that meets NaNs (diffusers' image processor, numpy_to_pil's `images = (images * 255).round().astype("uint8")`, any
+# program's own `(x * 255).numpy().astype(np.uint8)` of a video's frames)
+_HALF_PRECISION_RUN = (r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
+                       r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(|" + NO_BF16_GPU,)
+
 _MODEL_FRAMES = (r"transformers[/\\]models[/\\](clip|t5)[/\\]",
                  r"diffusers[/\\]models[/\\](unets|autoencoders|attention|attention_processor|resnet|embeddings|normalization)")
 
@@ -69,7 +75,7 @@ _OFF = r"(?!\s*[=:]?\s*[\"']?(False|false|0|no|off|None)\b)"
 # (nor where the words deny it: "no --fp16, no autocast", "not fp16", "without amp")
 _DENIED = r"(?<!\bno )(?<!\bno --)(?<!\bnot )(?<!\bwithout )(?<!\bwithout --)"
 PROSE_FP16 = (r"(?i)(?<![A-Za-z])" + _DENIED + r"(fp16|half|amp|sdxl)(?![A-Za-z]|_backend)" + _OFF + r"|(?<![A-Za-z0-9])f16(?![A-Za-z0-9])" + _OFF +
-              r"|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mixed.precision|混合精度|半精度|"
+              r"|float16|--no-half|no_half|\.half\(\)|16-mixed|fp16-fix|mix(ed)?.precision|混合精度|半精度|"
               r"GTX ?16[56]0|\b16[56]0( ?ti| super)?\b")
 
 # The safety checker of diffusers and the image apps blanks an image on purpose: not an overflow; but not where the user
@@ -113,14 +119,13 @@ SIGNATURES = (
     # fp16 overflow (max 65504) inside a model turns activations into inf/NaN: sampling then refuses the probabilities
     # (transformers generate -> torch.multinomial) and image pipelines cast NaN pixels (black images). Models trained
     # in bf16 (T5, most LLMs since, SDXL's VAE) overflow in fp16 (github.com/huggingface/transformers/issues/4586).
-    Signature("fp16-overflow", r"probability tensor contains either .?inf.?, .?nan.? or element < 0|invalid value encountered in cast",
-              # a diffusers pipeline's image processor casting NaN pixels is the fp16 VAE's overflow (black images)
-              # (diffusers' numpy_to_pil: `images = (images * 255).round().astype("uint8")`, quoted by numpy's warning)
-              # (or any program's own pixel conversion: `(x * 255).numpy().astype(np.uint8)` of a video's frames)
-              context=(r"float16|(?i:\bfp16\b|\b16[- ]?bit\b)|\.half\(\)|\bHalf\b|(diffusers[\\/]+|\b)image_processor\.py|"
-                       r"(\* ?255\b|\b255 ?\*)[^\n]{0,40}\.astype\(|"
-                       + NO_BF16_GPU,),  # (or a GPU without bf16, where it runs in fp16)
-              context_required=True,
+    Signature("fp16-overflow", r"probability tensor contains either .?inf.?, .?nan.? or element < 0",
+              context=_HALF_PRECISION_RUN, context_required=True,
+              cause=OVERFLOWS_IN_FP16,
+              remedies=(BF16_NOT_FP16,)),
+    # numpy's warning as NaN pixels are cast to bytes: in every thread of the corpus's dev sets (8 of 8) an image or video
+    # model that overflowed in fp16 (an upscaler under autocast, an fp16 VAE), with or without fp16 words beside it
+    Signature("fp16-overflow", r"invalid value encountered in cast", context=_HALF_PRECISION_RUN,
               cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
