@@ -123,7 +123,7 @@ SIGNATURES = (
               context=_HALF_PRECISION_RUN, context_required=True,
               cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
-    # numpy's warning as NaN pixels are cast to bytes: in every dev thread of the corpus (10 of 10 at stop 49) an image or video
+    # numpy's warning as NaN pixels are cast to bytes: in every dev thread of the corpus (8 of 8 at stop 49) an image or video
     # model that overflowed in fp16 (an upscaler under autocast, an fp16 VAE), with or without fp16 words beside it
     Signature("fp16-overflow", r"invalid value encountered in cast", context=_HALF_PRECISION_RUN,
               cause=OVERFLOWS_IN_FP16,
