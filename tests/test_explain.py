@@ -2516,5 +2516,7 @@ def test_what_batch_112_found() -> None:
            "  arr = arr.round().astype(np.uint8)\n")
     assert code_of(dat) == ("library-probes", "fp16-overflow")
     assert code_of("RuntimeWarning:: invalid value encountered in cast\n") == ("library-probes", "fp16-overflow")
+    # (not a cast the log shows to another type than bytes, with or without numpy's prefix)
+    assert top("RuntimeWarning: invalid value encountered in cast\n  ids = scores.astype('int32')\n") != "library-probes"
     assert code_of("Mix precision training failed for Pointpillars on Waymo dataset. Got nan output all the time.\n") == (
         "library-probes", "fp16-overflow")

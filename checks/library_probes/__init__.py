@@ -125,7 +125,9 @@ SIGNATURES = (
               remedies=(BF16_NOT_FP16,)),
     # numpy's warning as NaN pixels are cast to bytes: in every dev thread of the corpus (8 of 8 at stop 49) an image or video
     # model that overflowed in fp16 (an upscaler under autocast, an fp16 VAE), with or without fp16 words beside it
+    # (not where the cast it shows is to another type than bytes: a table's NaNs cast to int64 are no pixels)
     Signature("fp16-overflow", r"invalid value encountered in cast", context=_HALF_PRECISION_RUN,
+              unless=(r"\.astype\(\s*(?!(?:np\.|numpy\.)?['\"]?uint8\b)[\w.'\"]",),
               cause=OVERFLOWS_IN_FP16,
               remedies=(BF16_NOT_FP16,)),
     # fp16's dynamic loss scaler giving up: every step overflowed down to its smallest scale (DeepSpeed's
