@@ -275,6 +275,15 @@ SIGNATURES = (
               cause="this bitsandbytes has no int8 matmul for this GPU's architecture (pre-Turing before 0.37, Hopper before 0.40)",
               remedies=(BITSANDBYTES_UPGRADE,
                         Remedy("Or load the model in bf16/fp16 or 4-bit instead of `load_in_8bit`", id="no-int8"))),
+    # A 4-bit base's packed weight used as a plain one: bitsandbytes stores a Linear4bit's weight as uint8 of shape (N, 1), so
+    # a matmul that bypasses its kernel sees "mat1 and mat2 shapes cannot be multiplied (8160x64 and 1x98304)" (Forge Neo
+    # without --bnb for an NF4 checkpoint; an adapter layer that reads the raw weight)
+    Signature("quantized-fails", r"(mat1 and mat2|m1 and m2) shapes cannot be multiplied \(\d+x\d+ and 1x\d+\)",
+              cause="a 4-bit quantized weight was used as a plain one: its packed (N, 1) storage reached a matmul that does not "
+                    "dequantize it (the loader's bitsandbytes support off, or a layer or code path that reads the raw weight)",
+              remedies=(Remedy("Load the 4-bit checkpoint with its quantization support on (Forge: `--bnb`; transformers: a "
+                               "`BitsAndBytesConfig`), or use an unquantized checkpoint where the code reads weights directly "
+                               "(tensor-parallel slicing, an adapter without 4-bit support)", id="quantized-loader"),)),
     # autograd refusing to train integer weights ("Only Tensors of floating point and complex dtype can require gradients")
     # beside a quantized model: its int8/packed base was made trainable (FSDP or a trainer setting requires_grad on every
     # parameter) instead of only adapters on it (github.com/meta-llama/llama-cookbook: int8 quantization with FSDP); not

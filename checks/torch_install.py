@@ -538,7 +538,10 @@ SIGNATURES = (
     # numpy's C API versions disagreeing (a module built against a newer numpy than the one installed: "module compiled
     # against API version 0xf but this version of numpy is 0xe", raised, or warned by torch as "Failed to initialize
     # NumPy: ..."; github.com/MouseLand/cellpose)
-    Signature("numpy-abi", r"module compiled against A[PB]I version 0x[0-9a-f]+ but this version of numpy is 0x[0-9a-f]+",
+    # (and torch's own warning said alone, as an app's title or log keeps it: "ComfyUI Failed to initialize NumPy"; not
+    # numpy missing altogether, "Failed to initialize NumPy: No module named 'numpy'", numpy-missing's)
+    Signature("numpy-abi", r"module compiled against A[PB]I version 0x[0-9a-f]+ but this version of numpy is 0x[0-9a-f]+|"
+                           r"Failed to initialize NumPy\b(?!: No module named)",
               cause="torch (or a module beside it) was built against a newer numpy C API than the numpy installed",
               remedies=(NUMPY_MATCH,)),
     # Code written for numpy 1 meeting numpy 2, which removed names from its namespace (NumPy 2.0 migration guide: np.float_,

@@ -2520,3 +2520,16 @@ def test_what_batch_112_found() -> None:
     assert top("RuntimeWarning: invalid value encountered in cast\n  ids = scores.astype('int32')\n") != "library-probes"
     assert code_of("Mix precision training failed for Pointpillars on Waymo dataset. Got nan output all the time.\n") == (
         "library-probes", "fp16-overflow")
+
+
+def test_what_the_older_dev_sets_later_misses_found() -> None:
+    """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
+    and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""
+    assert code_of("ComfyUI Failed to initialize NumPy\n") == ("torch-install", "numpy-abi")
+    assert code_of("UserWarning: Failed to initialize NumPy: No module named 'numpy'\n")[1] != "numpy-abi"
+    assert code_of("-- PyTorch CXX11 ABI: 0\nCMake Error at CMakeLists.txt:162 (message):\n  PyTorch CXX11 ABI mismatch TensorFlow: "
+                   "0 != 1\n") == ("extension-abi", "import-fails")
+    assert code_of("RuntimeError: mat1 and mat2 shapes cannot be multiplied (8160x64 and 1x98304)\n") == (
+        "quantized-base", "quantized-fails")
+    # (a shape mismatch of two plain weights is the code's)
+    assert code_of("RuntimeError: mat1 and mat2 shapes cannot be multiplied (8160x64 and 128x98304)\n") == ("none", "")

@@ -186,6 +186,16 @@ SIGNATURES = (
               remedies=(Remedy("Link against a libtorch of the same release and C++ ABI as the build (the cxx11-abi download "
                                "from pytorch.org for a program built with the new ABI, or -D_GLIBCXX_USE_CXX11_ABI set to torch's "
                                "own `torch._C._GLIBCXX_USE_CXX11_ABI`)", id="libtorch-same-abi"),)),
+    # A build's own check that the two libraries it links were built with different C++ ABIs (DeePMD-kit's CMake: "PyTorch
+    # CXX11 ABI mismatch TensorFlow: 0 != 1"; its op library at load: "This deepmd-kit package was compiled with
+    # CXX11_ABI_FLAG=1, but TensorFlow runtime was compiled with CXX11_ABI_FLAG=0")
+    Signature("import-fails", r"CXX11[ _]ABI mismatch\b|compiled with CXX11_ABI_FLAG=\d, but \w+( runtime)? was compiled with "
+                              r"CXX11_ABI_FLAG=\d",
+              cause="the extension links libraries built with different C++ ABIs (cxx11abi): torch's and another framework's, "
+                    "or torch's and the extension's own build",
+              remedies=(Remedy("Build the extension against libraries of one C++ ABI: torch and the other framework from the same "
+                               "channel (both pip or both conda-forge), or -D_GLIBCXX_USE_CXX11_ABI set to torch's own "
+                               "`torch._C._GLIBCXX_USE_CXX11_ABI`", id="one-cxx-abi"),)),
     # PyG's compiled companions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv) load their library with
     # `torch.ops.load_library(importlib.machinery.PathFinder().find_spec(f"_{library}_{suffix}", ...).origin)`: no such
     # module for this device (a CPU wheel's `_cuda` missing, a wheel for another torch) reads "'NoneType' object has no
