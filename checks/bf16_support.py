@@ -398,7 +398,7 @@ BF16_REMEDIES = (
 )
 
 # The GPUs named in a log that have no native bf16 (compute capability below 8.0), from the one name -> capability table
-_BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap < (8, 0))
+_BELOW_AMPERE = "|".join(pattern for pattern, cap in GPU_CAPABILITY_PATTERNS if cap < NATIVE_CC)
 
 # bf16 asked of a GPU by name below sm_80, in a raised error or in words
 BF16_BELOW_AMPERE = "bf16 was asked of a GPU without native bf16 (compute capability below 8.0: Pascal, Volta, Turing)"

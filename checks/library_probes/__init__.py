@@ -23,6 +23,7 @@ from __future__ import annotations
 from envdoctor.target.cuda_tables import GPU_NAME_CAPABILITY
 from envdoctor.target.model import Check, Remedy, Signature
 
+from ..bf16_support import NATIVE_CC
 from .probe import probe
 from .rules import ID, diagnose, summarize
 
@@ -30,7 +31,7 @@ from .rules import ID, diagnose, summarize
 # and bounded by ASCII letters (a Chinese post writes "v100显卡", where \b finds no edge): a model trained in bf16 runs
 # there in fp16
 _ASCII_EDGE = r"(?:(?<![A-Za-z0-9])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?![A-Za-z0-9]))"
-NO_BF16_GPU = "(?i:%s)" % "|".join(pattern.replace(r"\b", _ASCII_EDGE) for pattern, cap in GPU_NAME_CAPABILITY if cap < (8, 0))
+NO_BF16_GPU = "(?i:%s)" % "|".join(pattern.replace(r"\b", _ASCII_EDGE) for pattern, cap in GPU_NAME_CAPABILITY if cap < NATIVE_CC)
 
 # A run in half precision, as the lines around its error show it: fp16 words, a GPU without bf16, or the pixel conversion
 # that meets NaNs (diffusers' image processor, numpy_to_pil's `images = (images * 255).round().astype("uint8")`, any
