@@ -200,6 +200,10 @@ _SIGNATURES = (
     # torch.float32 and torch.bfloat16" (transformers' rotary embedding; github.com/huggingface/transformers/issues/36257)
     Signature("mixes-rejected", r"must have the same dtype,? (?:but )?got %s" % (_TWO % " and "),
               cause="two tensors of different float dtypes met in one operation (a library checked them first)", remedies=REMEDIES),
+    # ... and by Triton's `tl.dot` in a kernel (triton/language/semantic.py: "Both operands must be same dtype. Got bf16 and
+    # fp16"), in Triton's own dtype names
+    Signature("mixes-rejected", r"Both operands must be same dtype\. Got (?P<a>fp32|fp16|bf16) and (?!(?P=a)\b)(fp32|fp16|bf16)\b",
+              cause="two tensors of different float dtypes met in a Triton kernel's matmul (tl.dot)", remedies=REMEDIES),
     # fp32 reaching a half-only kernel: flash-attn's "FlashAttention only support fp16 and bf16 data type" (a model loaded in
     # fp32, or a layer whose fp32 output autocast does not cast back: DoRA's fp32 magnitude on a 4-bit base,
     # github.com/unslothai/unsloth/issues/1013)

@@ -2522,6 +2522,19 @@ def test_what_batch_112_found() -> None:
         "library-probes", "fp16-overflow")
 
 
+def test_what_batch_119_found() -> None:
+    """Batch 119's dev part: bash's job report for a pipeline's member killed (the OOM killer's SIGKILL), a backward
+    through torch._scaled_mm (a float8 inference base trained under an adapter), Triton's tl.dot given two float dtypes."""
+    killed = ("test.sh: line 2:   133 Broken pipe             yes\n"
+              "       134 Killed                  | python3 /workspace/examples/llm/glem.py --num_runs 1\n")
+    assert code_of(killed) == ("device-memory", "out-of-memory")
+    assert code_of("RuntimeError: derivative for aten::_scaled_mm is not implemented\n") == ("dora-fp8", "adapter-on-quantized-base")
+    assert code_of("AssertionError: Both operands must be same dtype. Got bf16 and fp16\n") == ("dtype-mismatch", "mixes-rejected")
+    # (one dtype twice is no mix; Triton's float8 names are not ours to read here)
+    assert top("AssertionError: Both operands must be same dtype. Got fp16 and fp16\n") != "dtype-mismatch"
+    assert top("AssertionError: Both operands must be same dtype. Got fp8e4nv and bf16\n") != "dtype-mismatch"
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

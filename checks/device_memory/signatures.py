@@ -188,8 +188,10 @@ SIGNATURES = (
     Signature("out-of-memory", r"exits with return code = -9\b|exitcode\s*:\s*-9\b|Signal 9 \(SIGKILL\) received by PID|"
                                r"<Signals\.SIGKILL: 9>|\bexit(ed with)? (code|status) 137\b|non-zero exit status -9\b|"
                                # (a shell's own words: fish's "terminated by signal SIGKILL (Forced quit)", bash's "Killed"
-                               # alone on its line, or its job report "./train.sh: line 5: 1234 Killed  python train.py")
+                               # alone on its line, or its job report "./train.sh: line 5: 1234 Killed  python train.py", a
+                               # pipeline's member on a line of its own: "       134 Killed      | python3 glem.py")
                                r"terminated by signal SIGKILL\b|(^|\n)[ \t]*Killed[ \t]*(?=\n|$)|: line \d+: +\d+ Killed\b|"
+                               r"^[ \t]*\d+ Killed {2,}\| +\S|"
                                # (zsh's "zsh: killed     python train.py", bash's job list "[1]+  Killed    python train.py",
                                # Kubernetes' "Reason: OOMKilled" and "Exit Code: 137")
                                r"\bzsh: killed +\S|^\[\d+\][+-]? +Killed +\S|\bOOMKilled\b|(?i:\bexit code:? *137\b)",

@@ -149,6 +149,15 @@ SIGNATURES = (
               remedies=(Remedy("Load the 4-bit base with `bnb_4bit_quant_storage=torch.bfloat16` (the compute dtype) so that FSDP can "
                                "flatten it, and keep the adapter's parameters in that dtype too", id="bnb-quant-storage"),
                         ADAPTER_ON_QUANTIZED)),
+    # Backward through torch._scaled_mm, which has no derivative: a base quantized to float8 for inference (torchao's
+    # Float8DynamicActivationFloat8WeightConfig) trained under an adapter, whose gradient to the input flows back through
+    # the base's float8 matmul (github.com/pytorch/ao/issues/4376)
+    Signature("adapter-on-quantized-base", r"derivative for (aten::)?_scaled_mm\w*(\.\w+)? is not implemented",
+              cause="the run trains through a matmul quantized to float8 for inference: torch._scaled_mm has no backward, so "
+                    "an adapter (or any training) over that base cannot take its gradient",
+              remedies=(Remedy("Train over the base in bf16, or quantize it with a float8 training recipe (torchao's "
+                               "`convert_to_float8_training`) instead of an inference config", id="float8-training-recipe"),
+                        ADAPTER_ON_QUANTIZED)),
     # accelerate's prepare() refusing to train (adapters on) a base bitsandbytes loaded in 8/4-bit on another GPU than the
     # one it trains on, or spread over several (accelerate/accelerator.py; github.com/artidoro/qlora/issues/137, fixed for
     # adapters by accelerate#1523: "You can't train a model that has been loaded in 8-bit precision on multiple devices")
