@@ -2535,6 +2535,18 @@ def test_what_batch_119_found() -> None:
     assert top("AssertionError: Both operands must be same dtype. Got fp8e4nv and bf16\n") != "dtype-mismatch"
 
 
+
+def test_what_batch_121_found() -> None:
+    """Batch 121's dev part: Intel's oneCCL raising its own exception in a job's collectives (the distributed family's,
+    as NCCL's errors are), in whatever file and function it names."""
+    assert code_of("RuntimeError: oneCCL: comm_selector.cpp:57 create_comm_impl: EXCEPTION: ze_data was not initialized\n") == (
+        "distributed", "collective-fails")
+    assert code_of("RuntimeError: oneCCL: atl_ofi_helper.cpp:1013 atl_ofi_get_prov_list: EXCEPTION: fi_getinfo error\n") == (
+        "distributed", "collective-fails")
+    # (the word alone, in a package's name or a log's setup line, is no failure)
+    assert top("Successfully installed oneccl_bind_pt-2.1.100+xpu\n") != "distributed"
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

@@ -213,6 +213,16 @@ SIGNATURES = (
               cause="NCCL failed in the job's collectives: a transport between the GPUs or nodes (shared memory, peer-to-peer, "
                     "the network interface), or one rank that failed first; NCCL_DEBUG=INFO names the call",
               remedies=(NCCL_DEBUG_ONCE, P2P_OFF_CONFIRMS, CONFIRM_ACROSS_RANKS)),
+    # Intel's oneCCL (torch's `ccl` backend on XPU and CPU clusters, oneccl_bindings_for_pytorch) raising its own exception,
+    # "oneCCL: <file>.cpp:<line> <function>: EXCEPTION: <what>": its runtime or a transport failed, as NCCL's errors above
+    # say for CUDA jobs ("ze_data was not initialized": Level Zero's runtime missing, github.com/intel/ipex-llm's
+    # troubleshooting, `sudo apt install level-zero-dev`)
+    Signature("collective-fails", r"\boneCCL: \S+\.(cpp|hpp):\d+ \w+: EXCEPTION: ", across_ranks=True,
+              cause="Intel's oneCCL failed in the job's collectives: its runtime (the oneAPI environment, Level Zero for XPUs) "
+                    "missing on a node, or a transport between the ranks; CCL_LOG_LEVEL=info names the call",
+              remedies=(Remedy("Source the oneAPI environment (`source /opt/intel/oneapi/setvars.sh`) on every node and install "
+                               "Level Zero's runtime (the `level-zero` and `level-zero-dev` packages) for XPUs; rerun one step "
+                               "with CCL_LOG_LEVEL=info to see the failing call", id="oneccl-runtime"), CONFIRM_ACROSS_RANKS)),
     # nccl-tests' own report of an NCCL call that failed (github.com/NVIDIA/nccl-tests src/common.cu NCCLCHECK: "Test NCCL
     # failure common.cu:959 'internal error - please report this issue to the NCCL developers'"): NCCL itself failed
     # between these GPUs or nodes, with no training script in the way (not its CUDA allocation failing: "'out of memory'")
