@@ -2547,6 +2547,17 @@ def test_what_batch_121_found() -> None:
     assert top("Successfully installed oneccl_bind_pt-2.1.100+xpu\n") != "distributed"
 
 
+
+def test_what_batch_122_found() -> None:
+    """Batch 122's dev part: any package's operator without a CUDA kernel, as torchvision's is read (fbgemm-gpu built for
+    another CUDA than torch's); torch's own namespaces stay out of it."""
+    fbgemm = "NotImplementedError: Could not run 'fbgemm::permute_2D_sparse_data'' with arguments from the 'CUDA' backend\n"
+    assert code_of(fbgemm) == ("extension-abi", "import-fails")
+    assert top("NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend\n") != "extension-abi"
+    assert top("NotImplementedError: Could not run 'quantized::linear_prepack' with arguments from the 'CUDA' backend\n") != (
+        "extension-abi")
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

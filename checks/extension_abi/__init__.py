@@ -385,6 +385,14 @@ SIGNATURES = (
     Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
               cause="the companion (torchvision, torchaudio) is a CPU build beside a CUDA torch: its operators have no CUDA kernels",
               remedies=(REINSTALL_EXTENSION,)),
+    # ... and any other package's operator the same way ("Could not run 'fbgemm::permute_2D_sparse_data' with arguments from
+    # the 'CUDA' backend": fbgemm-gpu built for another CUDA than torch's), not torch's own namespaces (aten, prims,
+    # quantized, c10d), whose operators missing on a backend are torch's
+    Signature("import-fails", r"Could not run '(?!(aten|prims|_?quantized|_?c10d\w*|profiler|torchvision|torchaudio)::)\w+::\w+'+ "
+                              r"with arguments from the 'CUDA' backend",
+              cause="the package's compiled operators have no CUDA kernels for this torch: a CPU build, or one built for "
+                    "another CUDA or torch release",
+              remedies=(REINSTALL_EXTENSION,)),
     # xformers' C++/CUDA ops not registered: its wheel was built for another torch (its own warning names both), or it was
     # installed from source without building them ("No such operator xformers::efficient_attention_forward_cutlass - did
     # you forget to build xformers with `python setup.py develop`?")
