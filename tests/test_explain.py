@@ -2558,6 +2558,21 @@ def test_what_batch_122_found() -> None:
         "extension-abi")
 
 
+
+def test_what_batch_124_found() -> None:
+    """Batch 124's dev part (errors the troubleshooting pages quote): ROCm's no-binary error as its docs spell it, or its
+    message alone; the container toolkit's CSV mode refusing Docker's --gpus; TensorRT-LLM's paged KV cache full."""
+    assert code_of("hipErrorNoBinaryForGPU: Unable to find code object for all current devices!\n") == (
+        "cuda-compat", "no-kernel-image")
+    assert code_of("Unable to find code object for all current devices!\n") == ("cuda-compat", "no-kernel-image")
+    hook = ("docker: Error response from daemon: failed to create shim: OCI runtime create failed: container_linux.go:380: "
+            "starting container process caused: process_linux.go:545: container init caused: Running hook #0:: error running "
+            "hook: exit status 1, stdout: , stderr: invoking the NVIDIA Container Runtime Hook directly (e.g. specifying the "
+            "docker --gpus flag) is not supported. Please use the NVIDIA Container Runtime instead.: unknown.\n")
+    assert code_of(hook) == ("cuda-compat", "no-cuda-device")
+    assert code_of("Can't allocate new blocks. No free blocks left\n") == ("device-memory", "out-of-memory")
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

@@ -129,7 +129,9 @@ SIGNATURES = (
     # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function";
     # CUDA 10.1 renumbered it 98: "THCudaCheck FAIL file=.../random_horiz_flip.cu line=158 error=98 : invalid device function";
     # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function")
-    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|hipErrorNoBinaryForGpu|"
+    # (the enum as ROCm's docs spell it too, "hipErrorNoBinaryForGPU", and its message alone)
+    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|(?i:hipErrorNoBinaryForGpu)|"
+                                 r"Unable to find code object for all current devices|"
                                  r"(cuda runtime error \((8|98)\)|error=(8|98)|\w+\(\) failed) ?: ?invalid device function|"
                                  r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat(: [^\n]{0,40}for GPU arch|: No such file or directory| not found)",
               cause="torch (or an extension) has no code for this GPU's architecture (on ROCm: the card's gfx target)",
@@ -373,6 +375,15 @@ SIGNATURES = (
               cause="the container was given no GPU: the host's Docker or Kubernetes has no NVIDIA runtime for it (or no NVIDIA "
                     "GPU at all; under WSL, WSL 1 or no Windows driver)",
               remedies=(CONTAINER_TOOLKIT, VISIBLE_GPU)),
+    # The toolkit in its CSV mode (Jetson, no NVML) refusing Docker's --gpus flag, which drives its hook directly
+    # (github.com/NVIDIA/nvidia-container-runtime README, "Notes on using the docker CLI": use --runtime=nvidia)
+    Signature("no-cuda-device", r"invoking the NVIDIA Container Runtime Hook directly \(e\.g\. specifying the docker --gpus flag\) is "
+                                r"not supported",
+              cause="on this host (a Jetson: the toolkit's CSV mode) Docker's --gpus flag cannot give the container the GPU; only "
+                    "the NVIDIA container runtime can",
+              remedies=(Remedy("Start the container with `--runtime=nvidia` instead of `--gpus`, or make nvidia Docker's "
+                               "default runtime (`\"default-runtime\": \"nvidia\"` in /etc/docker/daemon.json)",
+                               id="nvidia-runtime-flag"), CONTAINER_TOOLKIT)),
     # NVML that cannot reach the GPU from inside a container (systemd reloading the cgroups the runtime set up, a kubelet
     # CPU manager rewriting them, `no-cgroups` in the toolkit's config): "Failed to initialize NVML: Unknown Error"
     # (github.com/NVIDIA/nvidia-container-toolkit issue 48)

@@ -251,7 +251,10 @@ SIGNATURES = (
                                r"No available memory for the cache blocks|"
                                # (vLLM 0.8+'s words: "... (16.00 GiB KV cache is needed, which is larger than the available KV
                                # cache memory (9.53 GiB)")
-                               r"KV cache is needed, which is larger than the available KV cache memory",
+                               r"KV cache is needed, which is larger than the available KV cache memory|"
+                               # (TensorRT-LLM's paged KV cache full for the batch: "Can't allocate new blocks. No free blocks
+                               # left", its docs' reference/memory page)
+                               r"Can't allocate new blocks\. No free blocks left",
               cause="the GPU memory left after the weights holds a KV cache shorter than the model's context",
               remedies=(Remedy("Lower `max_model_len` to what fits, raise `gpu_memory_utilization` (if nothing else uses the GPU), or "
                                "spread the model over more GPUs (tensor_parallel_size)", id="kv-cache-fit"),) + EXPLAIN_REMEDIES[1:2]),
