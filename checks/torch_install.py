@@ -302,6 +302,9 @@ REINSTALL_TORCH = Remedy("Reinstall torch (`pip install --force-reinstall torch=
 SPLIT_CUDA_LIBRARY = r"libtorch_cuda_(cu|cpp)\.so[.\d]*: cannot open shared object file"
 # cuDNN 8's own words when a sub-library of it cannot be opened (libcudnn_ops_infer.so.8, cudnn_cnn_infer64_8.dll)
 CUDNN_OWN_LOADER = r"Could not (load library|locate) (lib)?cudnn_\w+"
+# cuDNN 8's sub-libraries, which only cuDNN's own loader opens (libcudnn.so.8 dlopens libcudnn_ops_infer.so.8 when a
+# kernel first needs it): one of them not found, even said without the loader's words, is cuDNN's install
+CUDNN_SUB_LIBRARY = r"\blibcudnn_(ops|cnn|adv)_(infer|train)\.so[.\d]*: cannot open shared object file"
 # onnxruntime's own execution providers loading the CUDA libraries they were built for
 ONNXRUNTIME_PROVIDER = r"onnxruntime_providers_(cuda|tensorrt)|TryGetProviderInfo_(CUDA|TensorRT)|onnxruntime-gpu"
 # a package logging its own compiled module's import failure and going on without it (vLLM's "Failed to import from
@@ -400,7 +403,7 @@ SIGNATURES = (
               # install, as its threads settle it)
               # (nor bitsandbytes' loader looking for the CUDA runtime its library was built for, under a torch of another
               # CUDA or a ROCm torch: "libcudart.so.12: cannot open shared object file" raised in bitsandbytes/cextension.py)
-              unless=(CUDNN_OWN_LOADER, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER, r"bitsandbytes[\\/]+cextension\.py",
+              unless=(CUDNN_OWN_LOADER, CUDNN_SUB_LIBRARY, ONNXRUNTIME_PROVIDER, PACKAGE_C_LOGGED, TENSORFLOW_LOADER, r"bitsandbytes[\\/]+cextension\.py",
                       TORCH_VARIANT_BY_CTYPES),
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),

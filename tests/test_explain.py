@@ -2573,6 +2573,18 @@ def test_what_batch_124_found() -> None:
     assert code_of("Can't allocate new blocks. No free blocks left\n") == ("device-memory", "out-of-memory")
 
 
+
+def test_what_batch_125_found() -> None:
+    """Batch 125's dev part (errors the install and FAQ pages quote): one of cuDNN 8's sub-libraries not found, said without
+    the loader's own words, is cuDNN's (cublas), not torch's install; mmcv's whole `ops` package missing is mmcv without its
+    compiled ops, as its `_ext` missing is."""
+    assert code_of("libcudnn_ops_infer.so.8: cannot open shared object file: No such file or directory\n") == (
+        "cublas", "cudnn-failed")
+    # (torch's own libraries stay torch's install)
+    assert code_of("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory\n")[0] != "cublas"
+    assert code_of("ModuleNotFoundError: No module named 'mmcv.ops'\n") == ("extension-abi", "import-fails")
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from envdoctor.target.model import Remedy, Signature
 
 from ..cuda_compat.signatures import BUILD_DOES_NOT_FIT
-from ..torch_install import CUDNN_OWN_LOADER
+from ..torch_install import CUDNN_OWN_LOADER, CUDNN_SUB_LIBRARY
 
 # cuBLAS/cuDNN status names and torch's wording, e.g.
 #   `CUDA error: CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)``
@@ -116,7 +116,7 @@ SIGNATURES = (
     # {libcudnn_ops.so.9.1.0, ...}": github.com/m-bain/whisperX/issues/901)
     # (CTranslate2's own loader, for cuBLAS as for cuDNN: "Library cublas64_12.dll is not found or cannot be loaded", a
     # faster-whisper built for CUDA 12 beside torch's CUDA 11 libraries)
-    Signature("cudnn-failed", CUDNN_OWN_LOADER + r"\.(dll|so[.\d]*)|Unable to load any of \{libcudnn\w*|"
+    Signature("cudnn-failed", CUDNN_OWN_LOADER + r"\.(dll|so[.\d]*)|" + CUDNN_SUB_LIBRARY + r"|Unable to load any of \{libcudnn\w*|"
                               r"Library (lib)?(cublas|cudnn)\w*\.(dll|so[.\d]*) is not found or cannot be loaded",
               cause="the cuDNN a library was built for is not where it looks (not installed, another major version, or a DLL it "
                     "needs, such as zlibwapi, missing)", remedies=LIBRARY_REMEDIES),

@@ -270,8 +270,10 @@ SIGNATURES = (
                                id="extension-for-this-python"),)),
     # A package's own compiled module (`_C`) missing: installed from a source tree or its requirements without building
     # its C++/CUDA part (GroundingDINO's "name '_C' is not defined"), or built and then left behind by another torch
-    # (or its `_ext`, as mmcv names its ops: "No module named 'mmcv._ext'", mmcv-lite or a build without MMCV_WITH_OPS)
-    Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|"
+    # (or its `_ext`, as mmcv names its ops: "No module named 'mmcv._ext'", mmcv-lite or a build without MMCV_WITH_OPS; and
+    # mmcv's whole `ops` package, which the plain `mmcv` 1.x and `mmcv-lite` packages leave out: its FAQ, "No module named
+    # 'mmcv.ops'", install mmcv-full)
+    Signature("import-fails", r"name '_C' is not defined|No module named '(?!torch\.)[\w.]+\._(C|ext)'|No module named 'mmcv\.ops'|"
                               # (or one built per GPU architecture, missing for this GPU's: "No module named
                               # 'sageattention._qattn_sm89'")
                               r"No module named '(?!torch\.)[\w.]+\._\w*_sm\d{2,3}\w*'|"
