@@ -387,7 +387,9 @@ SIGNATURES = (
               # module that links them by name, imported before torch; read below where torch's own import is in view)
               r"lib(?!" + _CORE_NOT_FOUND + r")(torch(?!_cuda_(cu|cpp)\.)(_\w+)?|c10(_\w+)?|shm|caffe2\w*|"
               r"cudnn\w*|cublas\w*|cudart|cupti|nvrtc\w*|cusparse\w*|"
-              r"cufft\w*|curand|cusolver\w*|nccl|nvJitLink)"
+              # (and the MPI NVIDIA's Jetson wheels link: "libmpi_cxx.so.20: cannot open shared object file" until
+              # libopenmpi-dev is installed, their install guide's first step)
+              r"cufft\w*|curand|cusolver\w*|nccl|nvJitLink|mpi_cxx)"
               r"\.so[.\d]*[^\n]*(cannot open shared object file|undefined symbol)|"
               r"torch[\\/]+_C[\w.-]*\.so[^\n]*(cannot open shared object file|undefined symbol)|"  # its own _C
               # any library of its own lib folder (old releases' libATen.so.1, libTH.so)

@@ -2585,6 +2585,17 @@ def test_what_batch_125_found() -> None:
     assert code_of("ModuleNotFoundError: No module named 'mmcv.ops'\n") == ("extension-abi", "import-fails")
 
 
+
+def test_what_batch_127_found() -> None:
+    """Batch 127's dev part (errors the install docs quote): Docker's refusal with its capabilities bracketed once, NCCL's
+    INFO line as it retries a refused connection, the MPI library NVIDIA's Jetson wheels of torch link."""
+    assert code_of('docker: Error response from daemon: could not select device driver "" with capabilities: [gpu].\n') == (
+        "cuda-compat", "no-cuda-device")
+    assert code_of("NCCL INFO Call to connect returned Connection refused, retrying\n") == ("distributed", "socket-ifname")
+    assert code_of("libmpi_cxx.so.20: cannot open shared object file: No such file or directory\n") == (
+        "torch-install", "torch-import-failed")
+
+
 def test_what_the_older_dev_sets_later_misses_found() -> None:
     """The dev sets' misses read at the stop's end: torch's NumPy warning said alone, a build's own C++ ABI mismatch check,
     and a 4-bit base's packed (N, 1) weight reaching a plain matmul."""

@@ -368,7 +368,8 @@ SIGNATURES = (
     # such a container ("No platform detected, vLLM is running on UnspecifiedPlatform"); the toolkit's hook finding no driver
     # library on the host at all ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot
     # open shared object file": `--gpus all` on a Mac or a host without the NVIDIA driver; cog's PR #1038)
-    Signature("no-cuda-device", r"could not select device driver \"[^\"\n]*\" with capabilities: \[\[gpu\]\]|"
+    # (older Docker prints the capabilities once bracketed: "with capabilities: [gpu]")
+    Signature("no-cuda-device", r"could not select device driver \"[^\"\n]*\" with capabilities: \[\[?gpu\]\]?|"
                                 r"WSL environment detected but no adapters were found|"
                                 r"nvidia-container-cli: initialization error: load library failed: libnvidia-ml\.so[.\d]*: cannot open|"
                                 r"No platform detected, vLLM is running on UnspecifiedPlatform",

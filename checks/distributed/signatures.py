@@ -157,7 +157,9 @@ SIGNATURES = (
     Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
                                r"gloo[^\n]*Unable to find address for: \w+|"
                                r"Socket creation failed ?: Address family not supported|"
-                               r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)",
+                               r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)|"
+                               # (its INFO line as it retries: "NCCL INFO Call to connect returned Connection refused, retrying")
+                               r"NCCL INFO Call to connect returned (Connection refused|No route to host|Connection timed out)",
               cause="NCCL has no usable network interface to the other nodes: NCCL_SOCKET_IFNAME names none that is up here, "
                     "or a firewall between the nodes",
               remedies=(env_remedy("Let NCCL pick the interface (unset NCCL_SOCKET_IFNAME), or set it to one up on every node",
