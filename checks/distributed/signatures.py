@@ -48,6 +48,8 @@ NCCL_DEBUG_ONCE = env_remedy("Run once with NCCL_DEBUG=INFO: the WARN line names
 
 # A port some process already listens on (EADDRINUSE, errno 98 on Linux), in the words torch's store and THD print it
 ADDRESS_IN_USE = r"(?i:\baddress already in use\b)|\berrno:? ?98\b|\bEADDRINUSE\b"
+# A socket connect to a peer that failed, as NCCL words the error of it (its WARN and its INFO lines alike)
+_CONNECT_FAILED = r"(Connection refused|No route to host|Connection timed out)"
 
 # A hang in NCCL's transport goes away with peer-to-peer copies off: the test that tells it from a rank that stalled
 P2P_OFF_CONFIRMS = env_remedy("Confirm a transport fault: NCCL_P2P_DISABLE=1 (peer-to-peer off) on every rank", "nccl-p2p-disable",
@@ -157,9 +159,9 @@ SIGNATURES = (
     Signature("socket-ifname", r"Bootstrap ?: no socket interface found|NCCL_SOCKET_IFNAME .*(not found|no interface)|"
                                r"gloo[^\n]*Unable to find address for: \w+|"
                                r"Socket creation failed ?: Address family not supported|"
-                               r"NCCL WARN .*Connect to \S+ failed ?: (Connection refused|No route to host|Connection timed out)|"
+                               r"NCCL WARN .*Connect to \S+ failed ?: " + _CONNECT_FAILED + "|"
                                # (its INFO line as it retries: "NCCL INFO Call to connect returned Connection refused, retrying")
-                               r"NCCL INFO Call to connect returned (Connection refused|No route to host|Connection timed out)",
+                               r"NCCL INFO Call to connect returned " + _CONNECT_FAILED,
               cause="NCCL has no usable network interface to the other nodes: NCCL_SOCKET_IFNAME names none that is up here, "
                     "or a firewall between the nodes",
               remedies=(env_remedy("Let NCCL pick the interface (unset NCCL_SOCKET_IFNAME), or set it to one up on every node",
