@@ -142,9 +142,15 @@ def library_pairs(python: str) -> list:
     ]
 
 
+# Every side runs with its bytecode, as an installed package has it (pip compiles at install; a first import writes it):
+# a PYTHONDONTWRITEBYTECODE=1 around the benchmark (some machines set it) would make every run compile every module it
+# imports from source, a cost no user pays twice (explain's ~200 modules: 0.4 s a run here) and the warm-up run is there to pay.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv: Sequence[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=ENV)
     return time.perf_counter() - start
 
 
@@ -165,7 +171,7 @@ def measure_rss(runs: int) -> Dict[str, float]:
     parent: List[int] = []
     worker: List[int] = []
     for _ in range(runs):
-        proc = subprocess.run([PY, "-c", RSS_PROBE], capture_output=True, text=True, check=False)
+        proc = subprocess.run([PY, "-c", RSS_PROBE], capture_output=True, text=True, check=False, env=ENV)
         line = next(line for line in proc.stderr.splitlines() if line.startswith("RSS "))
         _, p, w = line.split()
         parent.append(int(p))
@@ -180,7 +186,7 @@ def measure_library_runs(python: str, runs: int) -> float:
     seconds = []
     for _ in range(runs):
         proc = subprocess.run(ENVDOCTOR + ["check", "--json", "--no-config", "--only", "library-probes", "--python", python],
-                              capture_output=True, text=True, check=False)
+                              capture_output=True, text=True, check=False, env=ENV)
         check = json.loads(proc.stdout)["checks"][0]
         seconds.append(float(check["facts"]["runs_s"]))
     return statistics.median(seconds)
