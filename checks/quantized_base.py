@@ -355,6 +355,9 @@ SIGNATURES = (
     Signature("quantized-fails", r"Using `(bitsandbytes` (4|8)-bit quantization|load_in_(4|8)bit=True`) requires "
                                  r"(Accelerate|the latest version of bitsandbytes)|"
                                  r"No GPU found\. A GPU is needed for quantization|"
+                                 # (a program's own guard saying the same of bitsandbytes: chatterbox's "ValueError: BNB
+                                 # quantization only supported on CUDA", its BNB_QUANTIZATION.md)
+                                 r"(?i:\b(bnb|bitsandbytes)\b[^\n]{0,40}\bonly (supported|available|works?|runs?) on (cuda|nvidia|gpu)s?\b)|"
                                  # (transformers 4.2x's version gate: "You have a version of `bitsandbytes` that is not
                                  # compatible with 8bit inference and training make sure you have the latest version")
                                  r"version of `?bitsandbytes`? that is not compatible with (4|8) ?bit",

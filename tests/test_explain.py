@@ -2607,3 +2607,21 @@ def test_what_the_older_dev_sets_later_misses_found() -> None:
         "quantized-base", "quantized-fails")
     # (a shape mismatch of two plain weights is the code's)
     assert code_of("RuntimeError: mat1 and mat2 shapes cannot be multiplied (8160x64 and 128x98304)\n") == ("none", "")
+
+
+def test_what_batch_129_found() -> None:
+    """Batch 129's dev part (fix commits and troubleshooting docs) and two older dev misses read beside it: torch's check on
+    the graph it built for cuDNN attention, a package's own words for its compiled module that would not import, a
+    program's guard that bitsandbytes runs only on CUDA, ggml's located "invalid device function", nvcc's refusal quoted
+    without the architecture it refused."""
+    assert code_of("RuntimeError: Expected mha_graph->execute(handle, variant_pack, workspace_ptr.get()).is_good() to be true, "
+                   "but got false.\n") == ("cublas", "cudnn-failed")
+    assert code_of("ImportError: Cannot import 'detrex._C', therefore 'MultiscaleDeformableAttention' is not available\n") == (
+        "extension-abi", "import-fails")
+    assert code_of("ImportError: Cannot import 'torch._C'\n")[0] != "extension-abi"  # torch's own is torch-install's
+    assert code_of("ValueError: BNB quantization only supported on CUDA\n") == ("quantized-base", "quantized-fails")
+    assert code_of("CUDA error 98 at /source/llama.cpp/ggml-cuda.cu:7788: invalid device function\n") == (
+        "cuda-compat", "no-kernel-image")
+    assert code_of("Unsupported gpu architecture\n") == ("cuda-compat", "no-kernel-image")
+    # (the words inside a sentence are not the refusal)
+    assert code_of("Unsupported gpu architecture errors are rare here, see the FAQ\n") == ("none", "")

@@ -100,7 +100,10 @@ SIGNATURES = (
     # cuDNN's frontend (torch 2.5+'s cuDNN attention and convolutions) refusing the graph: "RuntimeError: cuDNN Frontend error:
     # [cudnn_frontend] Error: No execution plans support the graph." (the cuDNN SDPA backend on a GPU or cuDNN it has no plan
     # for; turning that backend off, `torch.backends.cuda.enable_cudnn_sdp(False)`, or another torch release avoids it)
-    Signature("cudnn-failed", r"cuDNN Frontend error", unless=(AFTER_ASSERT,),
+    # (and torch's own check on the graph it built for cuDNN attention, aten/src/ATen/native/cudnn/MHA.cpp: "Expected
+    # mha_graph->execute(handle, variant_pack, workspace_ptr.get()).is_good() to be true, but got false", which
+    # ParaAttention's HunyuanVideo guide meets on a rank and answers with enable_cudnn_sdp(False))
+    Signature("cudnn-failed", r"cuDNN Frontend error|\bmha_graph->(execute|build_plans|validate)\(", unless=(AFTER_ASSERT,),
               cause="cuDNN's frontend found no execution plan for this attention or convolution: a cuDNN release or GPU its "
                     "plans do not cover",
               remedies=(Remedy("Turn torch's cuDNN attention off (`torch.backends.cuda.enable_cudnn_sdp(False)`) or install a "

@@ -128,9 +128,12 @@ SIGNATURES = (
     # TensileLibrary.dat not found", where the wheel's rocBLAS has no kernels for the card, or its library path is wrong)
     # (torch 0.x's THC numbered it 8: "cuda runtime error (8) : invalid device function", "error=8 : invalid device function";
     # CUDA 10.1 renumbered it 98: "THCudaCheck FAIL file=.../random_horiz_flip.cu line=158 error=98 : invalid device function";
-    # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function")
+    # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function";
+    # a program's own check naming the code and where it failed, as ggml does on a HIP build without the card's target:
+    # "CUDA error 98 at /source/llama.cpp/ggml-cuda.cu:7788: invalid device function")
     # (the enum as ROCm's docs spell it too, "hipErrorNoBinaryForGPU", and its message alone)
-    Signature("no-kernel-image", r"(CUDA|HIP) error: invalid device function|cudaErrorInvalidDeviceFunction|(?i:hipErrorNoBinaryForGpu)|"
+    Signature("no-kernel-image", r"(CUDA|HIP) error( \d+ at [^\n:]{1,200}:\d+)?: invalid device function|"
+                                 r"cudaErrorInvalidDeviceFunction|(?i:hipErrorNoBinaryForGpu)|"
                                  r"Unable to find code object for all current devices|"
                                  r"(cuda runtime error \((8|98)\)|error=(8|98)|\w+\(\) failed) ?: ?invalid device function|"
                                  r"HSA_STATUS_ERROR_INVALID_ISA|TensileLibrary\w*\.dat(: [^\n]{0,40}for GPU arch|: No such file or directory| not found)",
@@ -191,8 +194,8 @@ SIGNATURES = (
     # under CUDA 11.0, which predates the RTX 30xx's sm_86; CUDA 11.1 added it): the toolkit is older than the GPU, or
     # TORCH_CUDA_ARCH_LIST names an architecture the toolkit does not know
     # (nvcc's own words, lowercase "gpu", also quoted without its "nvcc fatal" prefix: 'Unsupported gpu architecture
-    # 'compute_75'' under CUDA 9.2 on an RTX 2060)
-    Signature("no-kernel-image", r"(?:nvcc fatal\s*: )?Unsupported gpu architecture '?compute_\d+",
+    # 'compute_75'' under CUDA 9.2 on an RTX 2060; or the words alone, as detectron2's INSTALL.md quotes them)
+    Signature("no-kernel-image", r"(?:nvcc fatal\s*: )?Unsupported gpu architecture( '?compute_\d+|[ \t]*$)",
               cause="the CUDA toolkit (nvcc) building the extension predates the GPU architecture it was asked for: this GPU's "
                     "(a newer GPU than the toolkit) or one TORCH_CUDA_ARCH_LIST names",
               remedies=(Remedy("Build with a CUDA toolkit that knows this GPU (sm_86: 11.1+, sm_89/sm_90: 11.8+, sm_120: 12.8+), "

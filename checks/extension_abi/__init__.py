@@ -277,7 +277,10 @@ SIGNATURES = (
                               # (or one built per GPU architecture, missing for this GPU's: "No module named
                               # 'sageattention._qattn_sm89'")
                               r"No module named '(?!torch\.)[\w.]+\._\w*_sm\d{2,3}\w*'|"
-                              r"cannot import name '_C' from '(?!torch')[\w.]+'",
+                              r"cannot import name '_C' from '(?!torch')[\w.]+'|"
+                              # (a package's own words for its failed import: detrex's "ImportError: Cannot import
+                              # 'detrex._C', therefore 'MultiscaleDeformableAttention' is not available")
+                              r"(?i:cannot import) '(?!torch\.)[\w.]+\._(C|ext)'",
               cause="a package's compiled extension (_C, _ext) was never built here, or does not load against this torch",
               remedies=(BUILD_EXTENSION, REINSTALL_EXTENSION)),
     # (Python before 3.7 names no module: "ImportError: cannot import name '_C'", a package's `from core.nn import _C`;
