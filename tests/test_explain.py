@@ -2625,3 +2625,14 @@ def test_what_batch_129_found() -> None:
     assert code_of("Unsupported gpu architecture\n") == ("cuda-compat", "no-kernel-image")
     # (the words inside a sentence are not the refusal)
     assert code_of("Unsupported gpu architecture errors are rare here, see the FAQ\n") == ("none", "")
+
+
+def test_what_batch_130_found() -> None:
+    """Batch 130's dev part (docs and threads of Japanese, Russian and Korean projects, inference tools' fixes): a
+    library's guard that says torch.cuda.is_available() is False in its own words, the two readings of that fact."""
+    text = ("ValueError: torch.cuda.is_available() should be True but is False. xformers' memory efficient attention is only "
+            "available for GPU\n")
+    assert code_of(text) == ("torch-install", "cpu-only-torch")
+    assert {(d.check, d.code) for d in explained(text).diagnoses} >= {("torch-install", "cpu-only-torch"),
+                                                                       ("torch-install", "no-cuda-here")}
+    assert code_of("assert torch.cuda.is_available() should be True\n") == ("none", "")

@@ -41,6 +41,9 @@ def unavailable(device: str) -> str:
     printed (`print(torch.cuda.is_available())` answered "False" on the next line, or "# False" after it)."""
     return (r"(?i:\b%s\.is_available\(\)[)\"'`]*\s*(is |are |returns? |returning |returned |gives? |giving |shows? |"
             r"prints? |still |always |keeps? |evaluates to |outputs? |:\s*|->\s*|=\s*|#\s*|"
+            # (and a library's guard saying it: diffusers' "torch.cuda.is_available() should be True but is False.
+            # xformers' memory efficient attention is only available for GPU")
+            r"should be True,? but |"
             # (and the verbs of Chinese, Japanese and Korean posts: "返回 False", "が False", "가 False")
             r"(一直|总是|还是|仍然)?(返回|输出|显示|打印|为|是)\s*|(が|は|を返す|가|이|는)\s*)*`?False\b)" % device)
 
