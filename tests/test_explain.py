@@ -2636,3 +2636,14 @@ def test_what_batch_130_found() -> None:
     assert {(d.check, d.code) for d in explained(text).diagnoses} >= {("torch-install", "cpu-only-torch"),
                                                                        ("torch-install", "no-cuda-here")}
     assert code_of("assert torch.cuda.is_available() should be True\n") == ("none", "")
+
+
+def test_what_batch_131_found() -> None:
+    """Batch 131's dev part (docs of Japanese, Chinese, Korean and Vietnamese projects): torch's warning that it turned
+    CUDA off, followed by a traceback the paste cut before its exception line. What that traceback raised is unknown, so
+    the warning is what the run stopped on; a known error after the warning still outranks it."""
+    warned = ("C:\\envs\\x\\Lib\\site-packages\\torch\\amp\\autocast_mode.py:265: UserWarning: User provided device_type of "
+              "'cuda', but CUDA is not available. Disabling\n  warnings.warn(\nfound vocab_size = 65\n")
+    cut = 'Traceback (most recent call last):\n  File "C:\\x\\experiment.py", line 697, in <module>\n    train(dataset)\n'
+    assert code_of(warned + cut) == ("torch-install", "cpu-only-torch")
+    assert code_of(warned + cut + "KeyError: 'vocab'\n") == ("none", "")

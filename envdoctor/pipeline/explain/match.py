@@ -23,7 +23,7 @@ from envdoctor.pipeline.explain.involved import Involved, involved
 from envdoctor.pipeline.explain.needles import may_match
 from envdoctor.pipeline.explain.reader import ERROR_WORDS, LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
-from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors
+from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors, traceback_line
 from envdoctor.target.model import Check, Remedy, Signature
 
 CONTEXT_BEFORE = 80  # lines before an error that count as its surroundings
@@ -251,8 +251,10 @@ def match(excerpt: LogExcerpt, checks: Sequence[Check]) -> Matching:
 
 def _last_error(errors: Sequence[RaisedError]) -> int:
     """The line of the run's last error: a raised one, or a line read as a message with an error word in it (a question
-    or a thanks the user wrote after the log is not what the run stopped on)."""
-    return max((e.line for e in errors if e.shape != "line" or ERROR_WORDS.search(e.text)), default=-1)
+    or a thanks the user wrote after the log is not what the run stopped on; nor a traceback's header or frame, whose
+    error the paste cut off: what it raised is unknown, and a warning before it is all the log says)."""
+    return max((e.line for e in errors if e.shape != "line" or (ERROR_WORDS.search(e.text) and not traceback_line(e.text))),
+               default=-1)
 
 
 def _weighed(checks: Sequence[Check], error: RaisedError, text: str, folded: str, surroundings: _Surroundings,

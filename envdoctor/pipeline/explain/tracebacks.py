@@ -99,6 +99,11 @@ def _frame(line: str) -> Optional[Frame]:
     return None
 
 
+def traceback_line(text: str) -> bool:
+    """A traceback's header or one of its frames: where a traceback is, not what was raised."""
+    return bool(_TB_START.match(text)) or _frame(text) is not None
+
+
 def _indent(text: str) -> int:
     return len(text) - len(text.lstrip())
 
