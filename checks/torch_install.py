@@ -671,8 +671,11 @@ SIGNATURES = (
                                "macOS; under Rosetta, use an arm64 Python and its torch", id="mps-for-this-macos"),
                         Remedy("Or run on the CPU: the script's or config's device set to cpu", id="device-cpu-here"))),
     # torch's device-string parser not knowing the device type asked for (`torch.device("mps")` before torch 1.12: "Expected
-    # one of cpu, cuda, xpu, ... device type at start of device string: mps"): the installed torch predates that device
-    Signature("torch-too-old-for-device", r"Expected one of [\w, ]+ device type at start of device string: (mps|xpu|npu|hpu|mtia|privateuseone)\b",
+    # one of cpu, cuda, xpu, ... device type at start of device string: mps"): the installed torch predates that device.
+    # Not "npu", which no torch release parses: Ascend's torch_npu registers it when imported (privateuseone renamed), so a
+    # torch that lists privateuseone and not npu ran without torch_npu, whatever its age (FlagEmbedding's PR #473: a
+    # check for torch_npu that was always true)
+    Signature("torch-too-old-for-device", r"Expected one of [\w, ]+ device type at start of device string: (mps|xpu|hpu|mtia|privateuseone)\b",
               cause="the installed torch predates the device type the code asks for (MPS arrived in torch 1.12, XPU in 2.4)",
               remedies=(Remedy("Upgrade torch to a release that has the device (`pip install -U torch`; for XPU, the "
                                "download.pytorch.org/whl/xpu index), in the interpreter that runs the script", id="torch-upgrade"),)),

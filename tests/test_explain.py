@@ -2647,3 +2647,13 @@ def test_what_batch_131_found() -> None:
     cut = 'Traceback (most recent call last):\n  File "C:\\x\\experiment.py", line 697, in <module>\n    train(dataset)\n'
     assert code_of(warned + cut) == ("torch-install", "cpu-only-torch")
     assert code_of(warned + cut + "KeyError: 'vocab'\n") == ("none", "")
+
+
+def test_what_batch_132_found() -> None:
+    """Batch 132's dev part (LLM training tools' fixes): torch's device parser refusing "npu", which no torch release
+    parses (torch_npu registers it), is not a torch too old for the device; "mps" before torch 1.12 still is."""
+    devices = "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla, lazy, vulkan, %s" \
+              "meta, hpu, mtia, privateuseone device type at start of device string: %s\n"
+    assert code_of("RuntimeError: " + devices % ("mps, ", "npu"))[1] != "torch-too-old-for-device"
+    assert code_of("RuntimeError: Expected one of cpu, cuda, xpu, mkldnn, opengl, opencl, ideep, hip, msnpu device type at "
+                   "start of device string: mps\n") == ("torch-install", "torch-too-old-for-device")
