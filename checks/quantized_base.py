@@ -186,7 +186,10 @@ SIGNATURES = (
                                  r"libbitsandbytes_cpu\.(so|dll|dylib)|(undefined symbol: |'NoneType' object has no attribute ')c\w+32bit_grad_fp32|"
                                  r"Attempted to use bitsandbytes native library functionality|"
                                  r"Configured (CUDA|ROCm) binary not found at \S*libbitsandbytes|"
-                                 r"CUDA is required but not available for bitsandbytes",
+                                 r"CUDA is required but not available for bitsandbytes|"
+                                 # (and its optimizers' tables, which bitsandbytes/functional.py defines only where its GPU
+                                 # library loaded: "NameError: name 'str2optimizer8bit_blockwise' is not defined")
+                                 r"name '?str2optimizer(32bit|8bit|8bit_blockwise)'? is not defined",
               unless=CUDA_OR_OVERRIDE_FIRST,
               cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),

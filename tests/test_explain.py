@@ -2657,3 +2657,10 @@ def test_what_batch_132_found() -> None:
     assert code_of("RuntimeError: " + devices % ("mps, ", "npu"))[1] != "torch-too-old-for-device"
     assert code_of("RuntimeError: Expected one of cpu, cuda, xpu, mkldnn, opengl, opencl, ideep, hip, msnpu device type at "
                    "start of device string: mps\n") == ("torch-install", "torch-too-old-for-device")
+
+
+def test_what_batch_133_found() -> None:
+    """Batch 133's dev part (a Japanese wiki's threads and pages): bitsandbytes' optimizer tables, which it defines only
+    where its GPU library loaded, named as undefined."""
+    assert code_of("NameError: name 'str2optimizer8bit_blockwise' is not defined\n") == ("quantized-base", "quantized-fails")
+    assert code_of("NameError: name 'str2optimizer' is not defined\n") == ("none", "")  # a program's own name
