@@ -8,7 +8,8 @@
         gives each new case `set: dev-N` or `set: holdout-N` by the hash of its source address (2 in 5 held out).
     python tests/corpus_tool.py check FILE ...
         what is wrong with new cases before they join the corpus: a missing or unknown header, an address the corpus or
-        another new case has already, a file name the corpus has; exits 1 when anything is.
+        another new case has already, a file name the corpus has; exits 1 when anything is. It also names the corpus
+        cases with the same text (held-out ones by their repository alone), to be read for twins.
     python tests/corpus_tool.py dump FILE
         every case's first diagnosis (check and code) as JSON, to compare before and after a change to the rules.
     python tests/corpus_tool.py diff BEFORE AFTER
@@ -108,6 +109,28 @@ def problems(files: List[Path], corpus: List[Case], known: Set[str]) -> Dict[str
     return found
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def same_text(files: List[Path], corpus: List[Case]) -> Dict[str, List[str]]:
+    """{file name: the corpus cases with the same text} for new cases: a doc quoted at another commit, a fix's PR and its
+    merge commit, a FAQ copied between sibling repositories (a twin: one thread's text under two addresses), or the same
+    short error from another project (not a twin). Read before a case joins; a held-out case is named by its repository
+    alone."""
+    by_text: Dict[str, List[str]] = {}
+    for case in corpus:
+        held = case.header.get("set", "").startswith("holdout-")
+        repository = "/".join(case.header.get("source", "").split("/")[3:5])
+        by_text.setdefault(_words(case.body), []).append("a held-out case of %s" % repository if held else case.name)
+    found: Dict[str, List[str]] = {}
+    for path in files:
+        same = by_text.get(_words(load(path).body))
+        if same:
+            found[path.name] = same
+    return found
+
+
 def dump(corpus: List[Case]) -> Dict[str, List[str]]:
     return {c.name: list(code_of(c.body)) for c in corpus}
 
@@ -169,10 +192,13 @@ def main() -> None:
         print("\n".join(diff(read[0], read[1], cases())))
     else:
         known = {c.id for c in CHECKS} | {"none"}
-        found = problems(args.files, cases(), known)
+        corpus = cases()
+        found = problems(args.files, corpus, known)
         for name, wrong in sorted(found.items()):
             print("%s: %s" % (name, "; ".join(wrong)))
         print("%d of %d new cases have a problem" % (len(found), len(args.files)))
+        for name, same in sorted(same_text(args.files, corpus).items()):
+            print("%s: the same text as %s (a twin if the same thread or doc)" % (name, ", ".join(same)))
         raise SystemExit(1 if found else 0)
 
 
