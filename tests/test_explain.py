@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import functools
+import html
 import importlib
 import re
 from pathlib import Path
@@ -2664,3 +2665,18 @@ def test_what_batch_133_found() -> None:
     where its GPU library loaded, named as undefined."""
     assert code_of("NameError: name 'str2optimizer8bit_blockwise' is not defined\n") == ("quantized-base", "quantized-fails")
     assert code_of("NameError: name 'str2optimizer' is not defined\n") == ("none", "")  # a program's own name
+
+
+def test_what_batch_134_found() -> None:
+    """Batch 134's dev part (5ch threads a Japanese wiki saved, community manuals): an English error written flush
+    against Japanese text, where Python's `\\b` sees no word's end; and a forum post saved with its `<br>` line breaks."""
+    assert code_of("RTX3080の12GBモデルなんですが、2倍HiresかけようとするとCUDA out of memoryエラーが出てしまいます\n") == (
+        "device-memory", "out-of-memory")
+    assert code_of("显卡是3060，运行时报CUDA out of memory错误\n") == ("device-memory", "out-of-memory")
+    post = ("質問です <br> 起動すると <br> RuntimeError: &quot;LayerNormKernelImpl&quot; not implemented for &#39;Half&#39; <br> "
+            "と出ます <br> CPUで動かしています\n")
+    assert code_of(post) == ("cpu-half-kernels", "fp16-missing")
+    assert [line.text for line in read_text(post).lines][:3] == ["質問です", "起動すると",
+                                                                 "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'"]
+    # (and the same post as a page quoting its source shows it: escaped again)
+    assert code_of(html.escape(post)) == ("cpu-half-kernels", "fp16-missing")

@@ -19,7 +19,7 @@ Cleaning, so that a log reads as the traceback Python printed:
   level, journald's) and the margin a traceback's own lines carry (an exception group's
   `| `), so its frames and exception line read as Python printed them;
 - a notebook's error output, each line a JSON string, is unescaped, and so is text saved
-  from a web page (`File &quot;x.py&quot;`);
+  from a web page (`File &quot;x.py&quot;`, its `<br>` a line break);
 - UTF-16 logs (a Windows PowerShell `>` redirect) and UTF-8 with a BOM are decoded.
 """
 
@@ -59,6 +59,9 @@ _TRACEBACK = "Traceback (most recent call last)"
 _FRAME_AT = re.compile(r'File "[^"\n]+", line \d+')
 # An HTML page's escapes (`File &quot;x.py&quot;`, `&lt;module&gt;`, `&#39;Half&#39;`): text copied out of a page's source
 _HTML_ENTITY = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+);")
+# An HTML line break in text saved from a page or a forum's archive, one post a line ("エラーは <br> CUDA out of memory. Tried
+# to allocate <br> ..."): a line break, as the page showed it
+_HTML_BREAK = re.compile(r"[ \t]*<br[ \t]*/?>[ \t]?", re.IGNORECASE)
 # A Markdown code fence alone on its line (```` ``` ````, ```` ```python ````, `~~~`): the page's, not the run's output
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$", re.MULTILINE)
 # A reply's quote marks (`> `, `> > `, `>` alone on a quoted blank line), never Python's `>>> ` prompt
@@ -251,8 +254,12 @@ def clean_lines(text: str, margins: Margins) -> List[str]:
         text = "\n".join(_json_unescaped(text.split("\n")))
     if "\x1b" in text:
         text = _ANSI.sub("", text)
-    if "&" in text and _HTML_ENTITY.search(text):
+    for _ in range(3):  # (a page's source escaped again, as a page quoting it shows it: "&amp;quot;")
+        if "&" not in text or not _HTML_ENTITY.search(text):
+            break
         text = html.unescape(text)
+    if "<" in text and ("<br" in text or "<BR" in text):
+        text = _HTML_BREAK.sub("\n", text)
     if ">" in text and (text.startswith(">") or "\n>" in text):
         text = _QUOTE_MARKS.sub("", text)
     if ("`" in text or "~" in text) and ("```" in text or "~~~" in text):

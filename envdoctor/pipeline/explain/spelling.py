@@ -36,6 +36,11 @@ _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
 _FULL_WIDTH = str.maketrans("（）：，＇＂［］", "():,'\"[]")
 _RETYPED = re.compile(r"\((bfloat16|half|float)\)", re.IGNORECASE)
 _RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
+# An English word written flush against Japanese, Chinese or Korean text, as those languages write it ("CUDA out of
+# memoryエラーが出て", "bitsandbytesがインストール"): Python counts their characters as word characters, so `\b` finds
+# no word's end there; a space is put between them (a signature written for CJK words allows one: "Torch ?未在启用 ?CUDA")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f"
+_FLUSH_WITH_CJK = re.compile(r"(?<=[A-Za-z0-9])(?=[%s])|(?<=[%s])(?=[A-Za-z0-9])" % (_CJK, _CJK))
 # macOS's loader says what glibc's says as "<library>: undefined symbol: <symbol>", with the symbol's Mach-O underscore
 # ("dlopen(/.../torchaudio/lib/libtorchaudio.so, 0x0006): Symbol not found: __ZN2at14RecordFunction...", dyld(1))
 _DYLD = re.compile(r"dlopen\(([^,()\n]+), \w+\): Symbol not found: _(\w+)")
@@ -45,8 +50,10 @@ _DYLD_BARE = re.compile(r"Symbol not found: _(_Z\w+)")
 
 def canonical(text: str) -> str:
     """The message with every dtype spelled as its scalar type name, the quotes that a repr
-    or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes, and macOS's missing symbol as
-    Linux's."""
+    or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes, macOS's missing symbol as
+    Linux's, and English words apart from the CJK text they were written against."""
+    if not text.isascii():
+        text = _FLUSH_WITH_CJK.sub(" ", text)
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
     if "Symbol not found" in text:
