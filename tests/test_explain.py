@@ -2678,5 +2678,7 @@ def test_what_batch_134_found() -> None:
     assert code_of(post) == ("cpu-half-kernels", "fp16-missing")
     assert [line.text for line in read_text(post).lines][:3] == ["質問です", "起動すると",
                                                                  "RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'"]
+    assert code_of("PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that "
+                   "matches your PyTorch install.\n") == ("extension-abi", "cuda-variant-mismatch")
     # (and the same post as a page quoting its source shows it: escaped again)
     assert code_of(html.escape(post)) == ("cpu-half-kernels", "fp16-missing")

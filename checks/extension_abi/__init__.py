@@ -623,8 +623,12 @@ SIGNATURES = (
     # torchvision's and torchaudio's own start-up check (their extension.py _check_cuda_version)
     # (and PyG's companions, whose __init__ makes the same check: "Detected that PyTorch and torch_scatter were compiled with
     # different CUDA versions. PyTorch has CUDA version 10.1 and torch_scatter has CUDA version 10.2")
+    # (and its second sentence alone, as a manual quotes it: "PyTorch has CUDA Version=11.7 and torchvision has CUDA
+    # Version=11.8. Please reinstall the torchvision that matches your PyTorch install.")
     Signature("cuda-variant-mismatch", r"Detected that PyTorch and (torchvision|TorchAudio|torchaudio|torch_\w+) were compiled with "
-                                       r"different CUDA (major )?versions",
+                                       r"different CUDA (major )?versions|"
+                                       r"PyTorch has CUDA (V|v)ersion ?=? ?[\d.]+ and (torchvision|TorchAudio|torchaudio|torch_\w+) "
+                                       r"has CUDA (V|v)ersion",
               cause="a companion (torchvision, torchaudio, a PyG library) was built for another CUDA version than torch",
               remedies=(REINSTALL_EXTENSION,)),
 )
