@@ -325,8 +325,12 @@ SUPPORTED_PYTHON = Remedy("Use a 64-bit Python of a version torch publishes whee
 MACHO_WRONG_CPU = r"\(have '?(x86_64|arm64e?)'?, need '?(x86_64|arm64e?)'?\)"
 # The DLLs only torch\lib ships, named alone where a path was cut
 _TORCH_DLLS = r"(fbgemm|c10|c10_cuda|torch_cpu|torch_cuda\w*|torch_python|shm|asmjit|caffe2_\w{1,40})"  # (torch 1.x: caffe2_nvrtc, caffe2_detectron_ops_gpu)
-# WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it
-PAGING_FILE = r"WinError 1455|paging file is too small|页面文件太小"
+# WinError 1455 ("the paging file is too small"): the DLL is fine, Windows has no virtual memory left to map it. The code is
+# ERROR_COMMITMENT_LIMIT (learn.microsoft.com, System Error Codes 1300-1699); Rust's io::Error prints it "(os error 1455)"
+# (safetensors mapping a checkpoint), and Windows words it in the user's language ("ページング ファイルが小さすぎるため",
+# "页面文件太小", "페이징 파일이 너무 작습니다", "Файл подкачки слишком мал", "Die Auslagerungsdatei ist zu klein")
+PAGING_FILE = (r"WinError 1455|\bos error 1455\b|paging file is too small|页面文件太小|ページング ?ファイルが小さすぎ|페이징 ?파일이 너무 작|"
+               r"(?i:файл подкачки слишком мал|Auslagerungsdatei ist zu klein)")
 VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x64) and restart the shell; if it persists, "
                     "reinstall torch into this interpreter", id="vc-redist")
 

@@ -2682,3 +2682,12 @@ def test_what_batch_134_found() -> None:
                    "matches your PyTorch install.\n") == ("extension-abi", "cuda-variant-mismatch")
     # (and the same post as a page quoting its source shows it: escaped again)
     assert code_of(html.escape(post)) == ("cpu-half-kernels", "fp16-missing")
+
+
+def test_what_batch_135_found() -> None:
+    """Batch 135's dev part (5ch's 2024-2026 threads): Windows' paging file too small in the user's language, told by its
+    number as Rust's io::Error prints it (safetensors mapping a checkpoint)."""
+    assert code_of("「ページング ファイルが小さすぎるため、この操作を完了できません。 (os error 1455) 」のエラー\n") == (
+        "device-memory", "out-of-memory")
+    assert code_of("Error while deserializing header: MetadataIncompleteBuffer (os error 1455)\n")[0] == "device-memory"
+    assert code_of("OSError: [WinError 1455] Файл подкачки слишком мал для завершения операции\n")[0] == "device-memory"
