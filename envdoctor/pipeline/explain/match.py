@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
 from envdoctor.pipeline.explain.context import LogContext, read_context
 from envdoctor.pipeline.explain.involved import Involved, involved
-from envdoctor.pipeline.explain.needles import may_match
+from envdoctor.pipeline.explain.needles import needles, present
 from envdoctor.pipeline.explain.reader import ERROR_WORDS, LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors, traceback_line
@@ -162,8 +162,6 @@ class _Surroundings:
 
 def _weigh(check: Check, sig: Signature, error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
            near: List[NearMiss]) -> Optional[_Hit]:
-    if not may_match(sig.message, text, folded):  # none of its needles in the error: not compiled, not run
-        return None
     found = _compiled(sig.message).search(text)
     if not found:
         return None
@@ -257,11 +255,23 @@ def _last_error(errors: Sequence[RaisedError]) -> int:
                default=-1)
 
 
+_Needled = Tuple[Tuple[Signature, Optional[Tuple[bool, Tuple[str, ...]]]], ...]
+_NEEDLED: Dict[int, Tuple[Check, _Needled]] = {}  # by the check's id, the check kept beside it (a Check is unhashable)
+
+
+def _needled(check: Check) -> _Needled:
+    """A check's signatures, each with its needles (needles.py), read once a run: every error asks of every signature."""
+    kept = _NEEDLED.get(id(check))
+    if kept is None or kept[0] is not check:
+        kept = _NEEDLED[id(check)] = (check, tuple((sig, needles(sig.message)) for sig in check.signatures))
+    return kept[1]
+
+
 def _weighed(checks: Sequence[Check], error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
              near: List[NearMiss]) -> List[_Hit]:
-    """Every signature's reading of one error's (canonical) text."""
-    return [hit for check in checks for sig in check.signatures
-            if (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
+    """Every signature's reading of one error's (canonical) text (none of its needles in the error: not compiled, not run)."""
+    return [hit for check in checks for sig, known in _needled(check) if present(known, text, folded)
+            and (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
 
 
 # The line breaks of a wrapped message, with the indent the paste gave its continuation lines

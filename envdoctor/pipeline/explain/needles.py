@@ -156,7 +156,11 @@ def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
 
 def may_match(pattern: str, text: str, folded: str) -> bool:
     """False only where `pattern` cannot match `text` (`folded`: the text lowercased, for patterns that ignore case)."""
-    known = needles(pattern)
+    return present(needles(pattern), text, folded)
+
+
+def present(known: Optional[Tuple[bool, Tuple[str, ...]]], text: str, folded: str) -> bool:
+    """may_match on a pattern's needles read already (the explain's matcher reads each signature's once a run)."""
     if known is None:
         return True
     ignore_case, literals = known
