@@ -378,6 +378,14 @@ SIGNATURES = (
     Signature("torch-missing", r"No module named '?torch\b'?(?!\.)|PackageNotFoundError: (No package metadata was found for )?torch\b'?(?![.-])",
               cause="torch is not installed in the interpreter that ran the script",
               unless=(_BUILD_ISOLATED,), remedies=(INSTALL_TORCH,)),
+    # CMake's find_package(Torch) finding no TorchConfig.cmake: a C++ build (an extension, a libtorch program) made where
+    # no torch is installed, or without torch's CMake folder on CMAKE_PREFIX_PATH
+    Signature("torch-missing-in-build", r'By not providing "FindTorch\.cmake"|package configuration file provided by\s+"Torch"',
+              cause="the C++ build found no torch: none is installed in the environment it builds in, or torch's CMake "
+                    "folder is not on CMAKE_PREFIX_PATH",
+              remedies=(Remedy("Install torch in the environment the build uses, then point CMake at it: "
+                               "`-DCMAKE_PREFIX_PATH=$(python -c 'import torch; print(torch.utils.cmake_prefix_path)')`",
+                               id="torch-cmake-prefix"),)),
     Signature("torch-missing-in-build", r"No module named '?torch\b'?(?!\.)", context=(_BUILD_ISOLATED,), context_required=True,
               cause="pip built the package in an isolated environment without torch (its setup.py imports torch to build its "
                     "extension); the interpreter's own torch is not seen there",

@@ -2691,3 +2691,24 @@ def test_what_batch_135_found() -> None:
         "device-memory", "out-of-memory")
     assert code_of("Error while deserializing header: MetadataIncompleteBuffer (os error 1455)\n")[0] == "device-memory"
     assert code_of("OSError: [WinError 1455] Файл подкачки слишком мал для завершения операции\n")[0] == "device-memory"
+
+
+def test_what_batch_136_found() -> None:
+    """Batch 136's dev part (docs and fix commits): a program's bare "Error: invalid device function" (k2's FAQ: built for
+    another GPU), CMake's find_package(Torch) finding no TorchConfig.cmake (a C++ build where torch is not installed),
+    and stable-diffusion-webui's start-up test read, as torch's own `is_available()` words are, with cuda-compat's
+    driver older than torch's CUDA build as its other cause (Forge's README: its CUDA 12.4 package on a driver that
+    does not run 12.4)."""
+    assert code_of("Error: invalid device function\n") == ("cuda-compat", "no-kernel-image")
+    assert code_of("RuntimeError: CUDA error: invalid device function\n") == ("cuda-compat", "no-kernel-image")
+    assert code_of("The error: invalid device function is what I get\n") == ("none", "")  # prose, not the message's line
+    cmake = ("  CMake Error at cmake/torch.cmake:14 (find_package):\n"
+             '    By not providing "FindTorch.cmake" in CMAKE_MODULE_PATH this project has\n'
+             '    asked CMake to find a package configuration file provided by "Torch", but\n'
+             "    CMake did not find one.\n")
+    assert code_of(cmake) == ("torch-install", "torch-missing-in-build")
+    assert code_of('Could not find a package configuration file provided by "Torch" with any of\n')[0] == "torch-install"
+    assert code_of('Could not find a package configuration file provided by "TorchVision" with any of\n') == ("none", "")
+    found = [(d.check, d.code) for d in explained("RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test "
+                                                  "to COMMANDLINE_ARGS variable to disable this check\n").diagnoses]
+    assert found[0] == ("torch-install", "cpu-only-torch") and ("cuda-compat", "driver-too-old") in found

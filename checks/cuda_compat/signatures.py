@@ -133,9 +133,10 @@ SIGNATURES = (
     # CUDA 10.1 renumbered it 98: "THCudaCheck FAIL file=.../random_horiz_flip.cu line=158 error=98 : invalid device function";
     # an extension's own check macro prints the same string: "cudaCheckError() failed : invalid device function";
     # a program's own check naming the code and where it failed, as ggml does on a HIP build without the card's target:
-    # "CUDA error 98 at /source/llama.cpp/ggml-cuda.cu:7788: invalid device function")
+    # "CUDA error 98 at /source/llama.cpp/ggml-cuda.cu:7788: invalid device function"; a program's bare "Error: invalid
+    # device function" at a line's start, as k2's FAQ quotes it)
     # (the enum as ROCm's docs spell it too, "hipErrorNoBinaryForGPU", and its message alone)
-    Signature("no-kernel-image", r"(CUDA|HIP) error( \d+ at [^\n:]{1,200}:\d+)?: invalid device function|"
+    Signature("no-kernel-image", r"((CUDA|HIP) error|^\W*[Ee]rror)( \d+ at [^\n:]{1,200}:\d+)?: invalid device function|"
                                  r"cudaErrorInvalidDeviceFunction|(?i:hipErrorNoBinaryForGpu)|"
                                  r"Unable to find code object for all current devices|"
                                  r"(cuda runtime error \((8|98)\)|error=(8|98)|\w+\(\) failed) ?: ?invalid device function|"
@@ -321,7 +322,10 @@ SIGNATURES = (
               cause="the driver cannot load the kernels a newer CUDA toolkit compiled (Triton's own ptxas is newer than the "
                     "driver): update the driver, or point TRITON_PTXAS_PATH at a ptxas of the driver's CUDA",
               remedies=(DRIVER_UPGRADE,)),
-    Signature("driver-too-old", CUDA_UNAVAILABLE, unless=CHECKPOINT_SAVED_ON_CUDA, confirmed_by=("cuda-compat:driver-too-old",),
+    # (and stable-diffusion-webui's start-up test saying the same, "Torch is not able to use GPU": Forge's README sent
+    # users of its CUDA 12.4 package whose driver does not run 12.4 to its 12.1 package)
+    Signature("driver-too-old", CUDA_UNAVAILABLE + r"|Torch is not able to use GPU", unless=CHECKPOINT_SAVED_ON_CUDA,
+              confirmed_by=("cuda-compat:driver-too-old",),
               cause="a driver older than torch's CUDA build: torch then finds no usable device instead of failing",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
     Signature("no-cuda-device", r"Found no NVIDIA driver on your system|"
