@@ -16,7 +16,7 @@ from envdoctor.target.probekit.steps import step
 from envdoctor.target.probekit.text import exception_text
 from envdoctor.target.remedies.actions import config_remedy, env_remedy, pip_remedy, torch_wheel
 
-from .cuda_compat.signatures import BUILD_DOES_NOT_FIT, CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, TORCH_DISABLES_CUDA, unavailable
+from .cuda_compat.signatures import BUILD_DOES_NOT_FIT, CHECKPOINT_SAVED_ON_CUDA, CUDA_UNAVAILABLE, TORCH_DISABLES_CUDA, WEBUI_CUDA_TEST, unavailable
 
 ID = "torch-install"
 
@@ -623,12 +623,12 @@ SIGNATURES = (
     # stable-diffusion-webui's own start-up test (modules/launch_utils.py prepare_environment: "Torch is not able to use
     # GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS"): torch.cuda.is_available() was False. The same two readings:
     # a CPU-only torch (a package or fork that installs one), or no NVIDIA GPU (AMD, Intel, a Mac)
-    Signature("cpu-only-torch", r"Torch is not able to use GPU",
+    Signature("cpu-only-torch", WEBUI_CUDA_TEST,
               unless=(_NOT_NVIDIA, BUILD_DOES_NOT_FIT),
               cause="torch cannot use the GPU: a CPU-only torch build is installed (some packages and forks install one)",
               confirmed_by=("cuda-compat:cpu-only-torch",),
               remedies=(TORCH_CUDA_WHEEL,)),
-    Signature("no-cuda-here", r"Torch is not able to use GPU",
+    Signature("no-cuda-here", WEBUI_CUDA_TEST,
               context=(_NOT_NVIDIA,), context_required=True,
               cause="this machine has no NVIDIA GPU that CUDA can use (AMD, Intel or Apple): the CUDA start-up test cannot pass",
               confirmed_by=("cuda-compat:no-cuda-device",),

@@ -78,6 +78,9 @@ _NO_GPU_AS_PROGRAMS_SAY = (r"But your machine only has: \[\]|No supported gpu ba
                         r"(?i:(?<!\bbut )(?<!\bwhen )(?<!\bif )(?<!\bsince )(?<!\bbecause )(?<!\bunless )(?<!\bwhether )"
                         r"\bcuda (is )?not available\b(?!\s+for\b))")
 CUDA_UNAVAILABLE = unavailable("cuda") + "|" + _NO_GPU_AS_PROGRAMS_SAY
+# stable-diffusion-webui's start-up test saying it (modules/launch_utils.py prepare_environment: "Torch is not able to use
+# GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS"): torch.cuda.is_available() was False
+WEBUI_CUDA_TEST = r"Torch is not able to use GPU"
 # A CUDA build's own warning that the GPU is not among its architectures (torch/cuda/__init__.py): no CPU-only torch
 # printed it, and a GEMM or a start-up test failing after it is this check's (the wheel predates the GPU, or dropped it)
 GPU_NOT_IN_BUILD = r"with CUDA capability sm_\d+ is not compatible with the current PyTorch|PyTorch no longer supports this GPU"
@@ -322,9 +325,9 @@ SIGNATURES = (
               cause="the driver cannot load the kernels a newer CUDA toolkit compiled (Triton's own ptxas is newer than the "
                     "driver): update the driver, or point TRITON_PTXAS_PATH at a ptxas of the driver's CUDA",
               remedies=(DRIVER_UPGRADE,)),
-    # (and stable-diffusion-webui's start-up test saying the same, "Torch is not able to use GPU": Forge's README sent
-    # users of its CUDA 12.4 package whose driver does not run 12.4 to its 12.1 package)
-    Signature("driver-too-old", CUDA_UNAVAILABLE + r"|Torch is not able to use GPU", unless=CHECKPOINT_SAVED_ON_CUDA,
+    # (and stable-diffusion-webui's start-up test saying the same: Forge's README sent users of its CUDA 12.4 package whose
+    # driver does not run 12.4 to its 12.1 package)
+    Signature("driver-too-old", CUDA_UNAVAILABLE + "|" + WEBUI_CUDA_TEST, unless=CHECKPOINT_SAVED_ON_CUDA,
               confirmed_by=("cuda-compat:driver-too-old",),
               cause="a driver older than torch's CUDA build: torch then finds no usable device instead of failing",
               remedies=(DRIVER_UPGRADE, WHEEL_FOR_GPU)),
