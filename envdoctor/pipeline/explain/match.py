@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
 from envdoctor.pipeline.explain.context import LogContext, read_context
 from envdoctor.pipeline.explain.involved import Involved, involved
-from envdoctor.pipeline.explain.needles import needles, present
+from envdoctor.pipeline.explain.needles import NeedleIndex, needles
 from envdoctor.pipeline.explain.reader import ERROR_WORDS, LOOSE_CHARS, LogExcerpt, LogLine
 from envdoctor.pipeline.explain.spelling import canonical
 from envdoctor.pipeline.explain.tracebacks import RaisedError, raised_errors, traceback_line
@@ -255,23 +255,27 @@ def _last_error(errors: Sequence[RaisedError]) -> int:
                default=-1)
 
 
-_Needled = Tuple[Tuple[Signature, Optional[Tuple[bool, Tuple[str, ...]]]], ...]
-_NEEDLED: Dict[int, Tuple[Check, _Needled]] = {}  # by the check's id, the check kept beside it (a Check is unhashable)
+_Indexed = Tuple[Tuple[Tuple[Check, Signature], ...], NeedleIndex]
+_INDEXED: Dict[Tuple[int, ...], Tuple[Tuple[Check, ...], _Indexed]] = {}  # by the checks' ids, the checks kept beside them
 
 
-def _needled(check: Check) -> _Needled:
-    """A check's signatures, each with its needles (needles.py), read once a run: every error asks of every signature."""
-    kept = _NEEDLED.get(id(check))
-    if kept is None or kept[0] is not check:
-        kept = _NEEDLED[id(check)] = (check, tuple((sig, needles(sig.message)) for sig in check.signatures))
+def _indexed(checks: Sequence[Check]) -> _Indexed:
+    """Every (check, signature) in order, with the index of their needles (needles.py), made once a run: every error asks
+    of every signature. (Keyed by identity: a Check is unhashable.)"""
+    key = tuple(id(check) for check in checks)
+    kept = _INDEXED.get(key)
+    if kept is None or any(a is not b for a, b in zip(kept[0], checks)):
+        pairs = tuple((check, sig) for check in checks for sig in check.signatures)
+        kept = _INDEXED[key] = (tuple(checks), (pairs, NeedleIndex.of([needles(sig.message) for _, sig in pairs])))
     return kept[1]
 
 
-def _weighed(checks: Sequence[Check], error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
+def _weighed(indexed: _Indexed, error: RaisedError, text: str, folded: str, surroundings: _Surroundings,
              near: List[NearMiss]) -> List[_Hit]:
     """Every signature's reading of one error's (canonical) text (none of its needles in the error: not compiled, not run)."""
-    return [hit for check in checks for sig, known in _needled(check) if present(known, text, folded)
-            and (hit := _weigh(check, sig, error, text, folded, surroundings, near)) is not None]
+    pairs, index = indexed
+    return [hit for i in index.tried(text, folded)
+            if (hit := _weigh(*pairs[i], error, text, folded, surroundings, near)) is not None]
 
 
 # The line breaks of a wrapped message, with the indent the paste gave its continuation lines
@@ -284,15 +288,16 @@ def _hits(errors: Sequence[RaisedError], excerpt: LogExcerpt, checks: Sequence[C
     supporting: List[str] = []
     surroundings = _Surroundings(excerpt)
     read: List[Tuple[RaisedError, List[_Hit]]] = []
+    indexed = _indexed(checks)
     for error in errors:
         text = canonical(error.text)
         folded = text.lower()
-        found = _weighed(checks, error, text, folded, surroundings, near)
+        found = _weighed(indexed, error, text, folded, surroundings, near)
         if not found and "\n" in text:
             # A message the paste wrapped (an email's or an issue's line length, a commit message's 72 columns: "dtypes
             # match,\n  got BFloat16 for the destination"): read again as one line
             text = _WRAP.sub(" ", text)
-            found = _weighed(checks, error, text, text.lower(), surroundings, near)
+            found = _weighed(indexed, error, text, text.lower(), surroundings, near)
         read.append((error, found))
     # What the run stopped on, for the readings of a warning it may go on after (Signature.last_only): its last raised or
     # worded error, or else, where the log has none after it, the last line a signature reads (not a question after it)

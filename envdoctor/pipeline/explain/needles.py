@@ -3,17 +3,20 @@
 Every run of `explain` tries each check's signatures on each error; compiling ~300 patterns is most of what a short
 traceback costs. A pattern each of whose top-level branches holds a plain literal outside its groups
 (`CUBLAS_STATUS_(...)`, `(CUDA|HIP) out of memory`) cannot match a text that holds none of those literals, so it need
-not be compiled or run there: `needles` returns them, and `may_match` is the test. A branch that is one case-blind
-group (`(?i:...)`, how a pattern mixes case-blind and exact parts) is read through: its own branches' literals, looked for
-case-blind. Patterns it cannot read that way (a branch that is all groups and classes, a global flag other than (?i))
-get no needles and are always tried. Pure.
+not be compiled or run there: `needles` returns them, a `NeedleIndex` of every signature's says which to try on a text,
+and `may_match` is that test for one pattern. A branch without a plain literal is read through a group every match of it
+passes: one no quantifier makes optional (`(black|green) image`), a case-blind one (`(?i:...)`, how a pattern mixes
+case-blind and exact parts: its literals are looked for case-blind), a lookahead (`^(?=.*?(fp8|float8))...`). Patterns it
+cannot read that way (a branch of negative looks, classes and optional groups only, a global flag other than (?i), a
+case-blind literal outside ASCII) get no needles and are always tried. Pure.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from typing import Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 _MIN = 3  # a literal shorter than this rules out too little to be worth the look
 _SPECIAL = set(".^$*+?{}[]|()\\")
@@ -96,11 +99,35 @@ def _required_literal(branch: str) -> str:
     return max(best, run, key=len)
 
 
-def _case_blind_inside(branch: str) -> Optional[str]:
-    """What a branch that is one `(?i:...)` group holds, or None where the branch is anything else."""
-    if not branch.startswith("(?i:"):
-        return None
-    depth, i = 0, 0
+def _group_end(pattern: str, start: int) -> Optional[int]:
+    """Where the group opening at `start` closes (its `)`), or None where it never does."""
+    depth, i = 0, start
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+            continue
+        depth += (char == "(") - (char == ")")
+        if depth == 0:
+            return i
+        i += 1
+    return None
+
+
+# How a group's head says what it holds: its text (capturing, `(?:`, `(?P<name>`), the same case-blind (`(?i:`), or what
+# follows the match's position (`(?=`, a lookahead). Any other head (a negative or backward look, flags, a reference to
+# another group) asserts nothing that must be in the text.
+_GROUP_HEAD = re.compile(r"\((?:\?:|\?P<\w+>|\?=|(\?i:)|(?!\?))")
+
+
+def _required_groups(branch: str) -> List[Tuple[str, bool]]:
+    """(inside, case-blind) for each group at the branch's top level that every match of it passes through: not made
+    optional by a quantifier (`?`, `*`, `{0,n}`); a lookahead's inside must be in the text as much as a group's."""
+    found: List[Tuple[str, bool]] = []
+    i = 0
     while i < len(branch):
         char = branch[i]
         if char == "\\":
@@ -109,31 +136,45 @@ def _case_blind_inside(branch: str) -> Optional[str]:
         if char == "[":
             i = _class_end(branch, i)
             continue
-        depth += (char == "(") - (char == ")")
-        if depth == 0:
-            return branch[4:i] if i == len(branch) - 1 else None
-        i += 1
-    return None
+        if char != "(":
+            i += 1
+            continue
+        end = _group_end(branch, i)
+        if end is None:
+            return found
+        head = _GROUP_HEAD.match(branch, i)
+        after = branch[end + 1:end + 3]
+        if head and after[:1] not in ("?", "*") and after not in ("{0", "{,"):
+            found.append((branch[head.end():end], head.group(1) is not None))
+        i = end + 1
+    return found
+
+
+def _branch_needles(branch: str, ignore_case: bool) -> Optional[Tuple[Tuple[str, bool], ...]]:
+    """(literal, case-blind) one of which every match of the branch holds: its longest plain literal, or else the
+    literals of the required group whose shortest literal is longest (`(?=.*?(fp8|float8))`, `(black|green) image`)."""
+    literal = _required_literal(branch)
+    if len(literal) >= _MIN:
+        return ((literal, ignore_case),)
+    best: Optional[Tuple[Tuple[str, bool], ...]] = None
+    for inside, blind in _required_groups(branch):
+        found = _literals(inside, ignore_case or blind)
+        if found is not None and (best is None or min(len(lit) for lit, _ in found) > min(len(lit) for lit, _ in best)):
+            best = found
+    return best
 
 
 def _literals(body: str, ignore_case: bool) -> Optional[Tuple[Tuple[str, bool], ...]]:
-    """(literal, case-blind) for each branch of `body`, reading through case-blind groups; None where one has none."""
+    """(literal, case-blind) for each branch of `body`, reading through the groups it must pass; None where one has none."""
     parts = branches(body)
     if parts is None:
         return None
     found: Tuple[Tuple[str, bool], ...] = ()
     for branch in parts:
-        inside = _case_blind_inside(branch)
-        if inside is not None:
-            more = _literals(inside, True)
-            if more is None:
-                return None
-            found += more
-            continue
-        literal = _required_literal(branch)
-        if len(literal) < _MIN:
+        more = _branch_needles(branch, ignore_case)
+        if more is None:
             return None
-        found += ((literal, ignore_case),)
+        found += more
     return found
 
 
@@ -154,15 +195,50 @@ def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
     return ignore_case, tuple(literal.lower() if ignore_case else literal for literal, _ in found)
 
 
+Needles = Optional[Tuple[bool, Tuple[str, ...]]]  # what `needles` returns
+
+
+_KEY = 3  # every literal is as long as this at least (_MIN): the index keys each by its first characters
+
+
+@dataclass(frozen=True)
+class NeedleIndex:
+    """Many patterns' needles by literal: each literal is looked for once in a text, not once for every pattern that
+    holds it, and only where the text holds its first three characters (every error of a log asks about every signature:
+    looking per signature was most of what `explain` cost)."""
+
+    size: int  # how many patterns
+    always: Tuple[int, ...]  # the patterns with no needles: tried on every text
+    # literal -> the patterns it may let match, by the literal's first characters: looked for as written, and lowercased
+    # in the lowercased text
+    exact: Dict[str, Tuple[Tuple[str, Tuple[int, ...]], ...]]
+    blind: Dict[str, Tuple[Tuple[str, Tuple[int, ...]], ...]]
+
+    @classmethod
+    def of(cls, known: Sequence[Needles]) -> NeedleIndex:
+        exact: Dict[str, Dict[str, List[int]]] = {}
+        blind: Dict[str, Dict[str, List[int]]] = {}
+        for position, found in enumerate(known):
+            if found is not None:
+                for literal in found[1]:
+                    table = blind if found[0] else exact
+                    table.setdefault(literal[:_KEY], {}).setdefault(literal, []).append(position)
+
+        def frozen(table: Dict[str, Dict[str, List[int]]]) -> Dict[str, Tuple[Tuple[str, Tuple[int, ...]], ...]]:
+            return {key: tuple((literal, tuple(at)) for literal, at in group.items()) for key, group in table.items()}
+        return cls(len(known), tuple(i for i, found in enumerate(known) if found is None), frozen(exact), frozen(blind))
+
+    def tried(self, text: str, folded: str) -> List[int]:
+        """The positions, in order, of the patterns that may match `text` (`folded`: the text lowercased)."""
+        found = set(self.always)
+        for table, haystack in ((self.exact, text), (self.blind, folded)):
+            for key in table.keys() & {haystack[i:i + _KEY] for i in range(len(haystack) - _KEY + 1)}:
+                for literal, positions in table[key]:
+                    if literal in haystack:
+                        found.update(positions)
+        return sorted(found)
+
+
 def may_match(pattern: str, text: str, folded: str) -> bool:
     """False only where `pattern` cannot match `text` (`folded`: the text lowercased, for patterns that ignore case)."""
-    return present(needles(pattern), text, folded)
-
-
-def present(known: Optional[Tuple[bool, Tuple[str, ...]]], text: str, folded: str) -> bool:
-    """may_match on a pattern's needles read already (the explain's matcher reads each signature's once a run)."""
-    if known is None:
-        return True
-    ignore_case, literals = known
-    haystack = folded if ignore_case else text
-    return any(literal in haystack for literal in literals)
+    return bool(NeedleIndex.of([needles(pattern)]).tried(text, folded))
