@@ -99,21 +99,22 @@ def _required_literal(branch: str) -> str:
     return max(best, run, key=len)
 
 
+def _step(pattern: str, i: int) -> int:
+    """Past the atom at `i`: an escape, a character class, or one character."""
+    if pattern[i] == "\\":
+        return i + 2
+    return _class_end(pattern, i) if pattern[i] == "[" else i + 1
+
+
 def _group_end(pattern: str, start: int) -> Optional[int]:
     """Where the group opening at `start` closes (its `)`), or None where it never does."""
     depth, i = 0, start
     while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(pattern, i)
-            continue
-        depth += (char == "(") - (char == ")")
-        if depth == 0:
-            return i
-        i += 1
+        if pattern[i] in "()":
+            depth += 1 if pattern[i] == "(" else -1
+            if depth == 0:
+                return i
+        i = _step(pattern, i)
     return None
 
 
@@ -129,15 +130,8 @@ def _required_groups(branch: str) -> List[Tuple[str, bool]]:
     found: List[Tuple[str, bool]] = []
     i = 0
     while i < len(branch):
-        char = branch[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == "[":
-            i = _class_end(branch, i)
-            continue
-        if char != "(":
-            i += 1
+        if branch[i] != "(":
+            i = _step(branch, i)
             continue
         end = _group_end(branch, i)
         if end is None:
@@ -178,8 +172,11 @@ def _literals(body: str, ignore_case: bool) -> Optional[Tuple[Tuple[str, bool], 
     return found
 
 
+Needles = Optional[Tuple[bool, Tuple[str, ...]]]  # what `needles` returns
+
+
 @functools.cache
-def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
+def needles(pattern: str) -> Needles:
     """(ignore case, literals): one of the literals is in any text the pattern matches; None: no such set is known.
     Where some literals are case-blind, all are looked for case-blind (lowercased): never a miss, only a wider net."""
     flags = _GLOBAL_FLAGS.match(pattern)
@@ -195,10 +192,9 @@ def needles(pattern: str) -> Optional[Tuple[bool, Tuple[str, ...]]]:
     return ignore_case, tuple(literal.lower() if ignore_case else literal for literal, _ in found)
 
 
-Needles = Optional[Tuple[bool, Tuple[str, ...]]]  # what `needles` returns
-
-
-_KEY = 3  # every literal is as long as this at least (_MIN): the index keys each by its first characters
+# The index keys each literal by its first characters, as many as every literal has at least: a text that holds the
+# literal holds them, as one of its own runs of that many characters
+_KEY = _MIN
 
 
 @dataclass(frozen=True)
