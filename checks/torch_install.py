@@ -428,7 +428,12 @@ SIGNATURES = (
     # macOS's loader refusing torch's own modules a library they link ("dlopen(.../torch/_C.cpython-39-darwin.so, 2): Library
     # not loaded: @rpath/libc10.dylib", or Homebrew's libomp under torch/lib/libtorch_cpu.dylib): a broken or mixed install
     Signature("torch-import-failed", r"dlopen\([^\n]*[\\/]torch[\\/][^\n]*\bLibrary not loaded\b|"
-                                     r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])",
+                                     r"Library not loaded: \S+\.dylib(?=[^\n]*\n\s*Referenced from: (<[\w-]+> )?\S*[\\/]torch[\\/])|"
+                                     # (or told in words, the library named: "I can't import PyTorch, libomp.dylib can't be
+                                     # loaded", torch 1.1.0's macOS wheel linking Homebrew's libomp,
+                                     # github.com/pytorch/pytorch/issues/20030)
+                                     r"(?i:\b(can'?t|cannot|unable to|fail(s|ed)? to) import (py)?torch\b[^\n]{0,60}"
+                                     r"\blib[\w+-]+\.(dylib|dll|so)\b[^\n]{0,20}\b(can'?t|cannot|could not|not|fails? to)( be)? (load|found)\w*)",
               cause=TORCH_LIBRARY_BROKEN,
               remedies=(REINSTALL_TORCH,)),
     # torch 1.8-1.13's own split CUDA libraries missing under its own import (a broken install of such a torch)

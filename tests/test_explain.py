@@ -2727,3 +2727,17 @@ def test_what_batch_136_found() -> None:
     found = [(d.check, d.code) for d in explained("RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test "
                                                   "to COMMANDLINE_ARGS variable to disable this check\n").diagnoses]
     assert found[0] == ("torch-install", "cpu-only-torch") and ("cuda-compat", "driver-too-old") in found
+
+
+def test_what_batch_138_found() -> None:
+    """Batch 138's dev part (Hugging Face Hub and GitHub discussions): the OOM killer's "Killed" glued to the loading bar
+    it cut short (tqdm wrote no newline: host RAM ran out while the checkpoint's shards loaded), and torch's import
+    failing on a native library told in words (torch 1.1.0's macOS wheel and Homebrew's libomp)."""
+    bar = "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]Killed\n"
+    assert code_of(bar) == ("device-memory", "out-of-memory")
+    assert code_of("Loading checkpoint shards: 0% Killed\n") == ("device-memory", "out-of-memory")
+    assert code_of("Loading checkpoint shards:  38%|██▊   | 3/8 [00:02<00:03,  1.28it/s]Killed\n")[0] == "device-memory"
+    assert code_of("The download reached 50% before I Killed it\n") == ("none", "")  # the user's words, not the shell's
+    assert code_of("I can't import PyTorch, libomp.dylib can't be loaded.\n") == ("torch-install", "torch-import-failed")
+    assert code_of("Unable to import torch: libc10.so not found\n") == ("torch-install", "torch-import-failed")
+    assert code_of("I can't import torch, my checkpoint can't be loaded.\n") == ("none", "")  # no library named

@@ -192,6 +192,9 @@ SIGNATURES = (
                                # pipeline's member on a line of its own: "       134 Killed      | python3 glem.py")
                                r"terminated by signal SIGKILL\b|(^|\n)[ \t]*Killed[ \t]*(?=\n|$)|: line \d+: +\d+ Killed\b|"
                                r"^[ \t]*\d+ Killed {2,}\| +\S|"
+                               # (or glued to the progress bar it cut short, where tqdm wrote no newline: "Loading checkpoint
+                               # shards:   0%|          | 0/2 [00:00<?, ?it/s]Killed", retold "Loading checkpoint shards: 0% Killed")
+                               r"(\d%|(it/s|s/it)\])[ \t|]*Killed[ \t]*(?=\n|$)|"
                                # (zsh's "zsh: killed     python train.py", bash's job list "[1]+  Killed    python train.py",
                                # Kubernetes' "Reason: OOMKilled" and "Exit Code: 137")
                                r"\bzsh: killed +\S|^\[\d+\][+-]? +Killed +\S|\bOOMKilled\b|(?i:\bexit code:? *137\b)",
