@@ -217,6 +217,15 @@ SIGNATURES = (
               unless=CUDA_OR_OVERRIDE_FIRST, last_only=True,
               cause=NO_GPU_LIBRARY,
               remedies=EXPLAIN_REMEDIES),
+    # ... and that setup warning on Windows at all: bitsandbytes before 0.43 had no Windows build, and its CUDA setup looks
+    # for Linux's libcudart.so along the PATH ("C:\\...\\bitsandbytes\\cuda_setup\\main.py:136: UserWarning: ... did not
+    # contain libcudart.so as expected!"; the fix the threads settle on is a Windows build or bitsandbytes 0.43+,
+    # github.com/bitsandbytes-foundation/bitsandbytes/issues/175), read where the run stopped on it
+    Signature("quantized-fails", r"(?<!\w)[A-Za-z]:\\[^\n]*?\\bitsandbytes\\cuda_setup\\\w+\.py:\d+: \w*Warning\b",
+              unless=CUDA_OR_OVERRIDE_FIRST, last_only=True,
+              cause="bitsandbytes before 0.43 has no Windows build: its CUDA setup looks for Linux's CUDA libraries and finds "
+                    "none, so its GPU library cannot load",
+              remedies=EXPLAIN_REMEDIES[::-1]),
     # Any error raised inside bitsandbytes' own CUDA setup (bitsandbytes/cuda_setup/, before 0.43) is that setup failing on
     # this machine, its bugs included (0.37's NameError on GPUs below compute capability 7.5, fixed in
     # github.com/bitsandbytes-foundation/bitsandbytes/pull/115)

@@ -540,6 +540,14 @@ SIGNATURES = (
               cause="conda installed MKL 2024.1 or newer beside a torch linked against an older MKL (its ITT symbol is gone)",
               remedies=(Remedy("Pin MKL to 2024.0 in that conda environment (`conda install mkl==2024.0`), or install torch with pip "
                                "(its wheel brings its own MKL)", id="mkl-2024-0"), REINSTALL_TORCH)),
+    # libcublas loaded from one install and libcublasLt from another: "libcublas.so.11: symbol free_gemm_select version
+    # libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference" (pip's nvidia-cublas beside the
+    # copies in torch/lib, or another toolkit's lib64 on LD_LIBRARY_PATH; github.com/hpcaitech/ColossalAI/issues/2901)
+    Signature("torch-import-failed", r"symbol \w+,? version libcublasLt\.so[.\d]* not defined\b",
+              cause="two copies of cuBLAS are mixed: libcublas is loaded from one install and libcublasLt from another",
+              remedies=(Remedy("Leave one cuBLAS: remove the second copy (a pip nvidia-cublas package beside torch's own "
+                               "lib/libcublas*, or another CUDA toolkit's lib64 on LD_LIBRARY_PATH), then reinstall torch's CUDA "
+                               "wheel if its files went with it", id="one-cublas"), REINSTALL_TORCH)),
     Signature("numpy-missing", r"Failed to initialize NumPy: No module named 'numpy'|Numpy is not available",
               cause="numpy is not installed beside torch",
               remedies=(Remedy("Install numpy into the same interpreter as torch", id="numpy-install"),)),

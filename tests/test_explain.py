@@ -2741,3 +2741,21 @@ def test_what_batch_138_found() -> None:
     assert code_of("I can't import PyTorch, libomp.dylib can't be loaded.\n") == ("torch-install", "torch-import-failed")
     assert code_of("Unable to import torch: libc10.so not found\n") == ("torch-install", "torch-import-failed")
     assert code_of("I can't import torch, my checkpoint can't be loaded.\n") == ("none", "")  # no library named
+
+
+def test_what_batch_140_found() -> None:
+    """Batch 140's dev part (issue pages with their replies): bitsandbytes' CUDA setup (before 0.43, no Windows build)
+    warning on a Windows path, read where the run stopped on it; libcublas and libcublasLt loaded from two installs."""
+    setup = ("C:\\ProgramData\\Anaconda3\\envs\\x\\lib\\site-packages\\bitsandbytes\\cuda_setup\\main.py:136: UserWarning: "
+             "C:\\ProgramData\\Anaconda3\\envs\\x did not contain libcudart.so as expected! Searching further paths...\n"
+             "  warn(msg)\n")
+    assert code_of(setup) == ("quantized-base", "quantized-fails")
+    linux = setup.replace("C:\\ProgramData\\Anaconda3\\envs\\x\\lib\\site-packages\\", "/opt/conda/lib/python3.10/site-packages/")
+    assert code_of(linux.replace("\\bitsandbytes\\cuda_setup\\", "/bitsandbytes/cuda_setup/")) == ("none", "")  # Linux's own
+    later = setup + "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\nKeyError: 'model'\n"
+    assert code_of(later)[0] != "quantized-base"  # the run went on past the warning
+    mixed = ("OSError: ../../libcublas.so.11: symbol free_gemm_select version libcublasLt.so.11 not defined in file "
+             "libcublasLt.so.11 with link time reference\n")
+    assert code_of(mixed) == ("torch-install", "torch-import-failed")
+    assert code_of("Installation error: symbol cublasLtGetStatusString version libcublasLt.so.11 not defined\n")[0] == "torch-install"
+    assert code_of("symbol cudaFreeAsync version libcudart.so.11.0 not defined in file libcudart.so.11.0\n")[0] != "torch-install"
