@@ -1461,6 +1461,11 @@ def test_a_signatures_needles_are_the_literals_it_cannot_match_without() -> None
         True, ("cuda.is_available()", " found", "but your machine only has"))
     assert needles(r"(?i:abc)?|XYZW") is None  # an optional group rules nothing out
     assert may_match(r"(?i:abc)|XYZW", "... xyzw ...", "... xyzw ...")  # the wider net: never a miss
+    # the top-level branches: not a bar inside a group, a class or an escape; none where a class or group never closes
+    assert branches(r"ab(c|d)|[|)]e|f\|g|") == ("ab(c|d)", "[|)]e", "f\\|g", "")
+    assert branches(r"[]|]x|y") == ("[]|]x", "y") and branches(r"[^]]|z") == ("[^]]", "z")
+    for unsplit in (r"[ab|c", r"[]", r"(a|b", r"a\]|[b"):
+        assert branches(unsplit) is None, unsplit
     for unreadable in (r"(a|b)cd", r"ab|abcdef", r"(?i)İstanbul", r"(?x)abc def", r"[abc]+\d+"):
         assert needles(unreadable) is None, unreadable
     assert not may_match(r"CUDA out of memory", "RuntimeError: expected scalar type", "runtimeerror: expected scalar type")

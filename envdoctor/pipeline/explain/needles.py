@@ -38,31 +38,19 @@ def _class_end(pattern: str, start: int) -> int:
 
 def branches(pattern: str) -> Optional[Tuple[str, ...]]:
     """The top-level branches of `pattern`, or None where it cannot be split with certainty."""
-    found, current, depth, i = [], "", 0, 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            current += pattern[i:i + 2]
-            i += 2
-            continue
-        if char == "[":
-            end = _class_end(pattern, i)
-            if end > len(pattern):
-                return None
-            current += pattern[i:end]
-            i = end
-            continue
+    found, start, depth = [], 0, 0
+    for token in _SPLIT.finditer(pattern):
+        char = token.group()[0]
         if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
         elif char == "|" and depth == 0:
-            found.append(current)
-            current, i = "", i + 1
-            continue
-        current += char
-        i += 1
-    return tuple(found + [current]) if depth == 0 else None
+            found.append(pattern[start:token.start()])
+            start = token.end()
+        elif char == "[" and token.group(1) is None:  # a class that never closes
+            return None
+    return tuple(found + [pattern[start:]]) if depth == 0 else None
 
 
 # A pattern as the tokens `_required_literal` reads: an escape, a character class (a `]` may come first, after an optional
@@ -70,6 +58,9 @@ def branches(pattern: str) -> Optional[Tuple[str, ...]]:
 # run of plain characters. One regex pass instead of a loop over characters: reading every signature's needles is most of
 # what a short traceback costs otherwise.
 _TOKEN = re.compile(r"\\.?|\[\^?\]?(?:\\.|[^\]\\])*\]?|\{(?:\d+(?:,\d*)?|,\d+)\}|[()]|[.^$*+?{}|]|[^\\\[\](){}.^$*+?|]+|\]")
+# The same reading for `branches`, which needs only escapes, classes (group 1: the `]` that closes one), parentheses and
+# bars
+_SPLIT = re.compile(r"\\.?|\[\^?\]?(?:\\.|[^\]\\])*(\])?|[()|]|[^\\\[()|]+")
 
 
 def _required_literal(branch: str) -> str:
@@ -77,26 +68,30 @@ def _required_literal(branch: str) -> str:
     may be optional, their insides alternatives), cut before a character a quantifier makes optional or repeatable."""
     best, run, depth = "", "", 0
     tokens = _TOKEN.findall(branch)
+    last = len(tokens) - 1
     for k, token in enumerate(tokens):
-        after = tokens[k + 1] if k + 1 < len(tokens) else ""
-        quantified = after[:1] in _QUANTIFIERS
         first = token[0]
         if first == "\\":
             piece = _LITERAL_ESCAPES.get(token) if depth == 0 else None
-        elif first in "([)":
-            depth += (first == "(") - (first == ")")
+        elif first == "(" or first == ")":
+            depth += 1 if first == "(" else -1
             piece = None
-        elif token in _SPECIAL or (first == "{" and len(token) > 1):  # a special character, a counted quantifier's bounds
+        elif first == "[" or token in _SPECIAL or (first == "{" and len(token) > 1):  # a class, a special character, bounds
             piece = None
         else:
             piece = token if depth == 0 else None
         if piece is None:
-            best, run = max(best, run, key=len), ""
-        elif quantified:  # the quantifier makes the last character optional or repeatable: the run ends before it
-            best, run = max(best, run + piece[:-1], key=len), ""
+            if len(run) > len(best):
+                best = run
+            run = ""
+        elif k < last and tokens[k + 1][0] in _QUANTIFIERS:  # the quantifier makes the last character optional or repeatable
+            run += piece[:-1]
+            if len(run) > len(best):
+                best = run
+            run = ""
         else:
             run += piece
-    return max(best, run, key=len)
+    return run if len(run) > len(best) else best
 
 
 def _step(pattern: str, i: int) -> int:
