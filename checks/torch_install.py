@@ -610,8 +610,9 @@ SIGNATURES = (
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
               remedies=(VC_RUNTIME, REINSTALL_TORCH)),
     # the import torch's own __init__ makes, shown as the traceback's code line where its frame path got mangled (markdown
-    # ate `__init__`'s underscores: "torch_init_.py")
-    Signature("torch-dll-failed", r"DLL load failed(:| while importing _C\b)", context=(r"^\s*from torch\._C import \*",),
+    # ate `__init__`'s underscores: "torch_init_.py"), or quoted inside a sentence ("I also met this same problem.(from
+    # torch._C import * (ImportError: DLL load failed: ...)", a comment on gist.github.com/peterjc123)
+    Signature("torch-dll-failed", r"DLL load failed(:| while importing _C\b)", context=(r"(?<![\w.])from torch\._C import \*",),
               context_required=True,
               cause="torch's compiled core cannot load on Windows: a missing Visual C++ runtime, or a broken install",
               remedies=(VC_RUNTIME, REINSTALL_TORCH)),

@@ -2764,3 +2764,13 @@ def test_what_batch_140_found() -> None:
     assert code_of(mixed) == ("torch-install", "torch-import-failed")
     assert code_of("Installation error: symbol cublasLtGetStatusString version libcublasLt.so.11 not defined\n")[0] == "torch-install"
     assert code_of("symbol cudaFreeAsync version libcudart.so.11.0 not defined in file libcudart.so.11.0\n")[0] != "torch-install"
+
+
+def test_what_batch_141_found() -> None:
+    """Batch 141's dev part (issue pages, gists, Spaces): torch's own `from torch._C import *` quoted inside a sentence
+    beside Windows' DLL load failure, not only as a traceback's code line."""
+    said = ("I also met this same problem.(from torch._C import * (ImportError: DLL load failed: The specified module "
+            "could not be found )\n")
+    assert code_of(said) == ("torch-install", "torch-dll-failed")
+    assert code_of("from mypkg.torch._C import * failed: DLL load failed: The specified module could not be found\n")[0] != (
+        "torch-install")  # another package's module named like torch's
