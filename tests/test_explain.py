@@ -2774,3 +2774,15 @@ def test_what_batch_141_found() -> None:
     assert code_of(said) == ("torch-install", "torch-dll-failed")
     assert code_of("from mypkg.torch._C import * failed: DLL load failed: The specified module could not be found\n")[0] != (
         "torch-install")  # another package's module named like torch's
+
+
+def test_the_report_counts_the_raised_errors_it_read_and_leaves_out_a_count_of_none() -> None:
+    """A diagnosis read from a line that raised nothing (bash's "Killed", a sentence) is not printed under "0 errors"."""
+    from envdoctor.pipeline.explain import explain_excerpt
+    from envdoctor.render.lines import explanation_lines
+
+    def header(text: str) -> str:
+        return explanation_lines(explain_excerpt(read_text(text), CHECKS, probe=False).to_dict())[0]
+    assert header("Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]Killed\n") == "Read 1 line."
+    two = "ValueError: first\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nKeyError: 'b'\n"
+    assert header(two) == "Read 4 lines, 2 raised errors."

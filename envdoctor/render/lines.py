@@ -103,8 +103,11 @@ def explanation_lines(data: Dict[str, Any], remedies: int = 3) -> List[str]:
     context = data.get("context") or {}
     said = [w for w in ("torch %s" % context["torch"] if context.get("torch") else "", context.get("device") or "",
                         ", ".join(context.get("gpus") or ()), "/".join(context.get("precision") or ())) if w]
-    out = ["Read %s, %s%s." % (count(read.get("lines", 0), "line"), count(read.get("errors", 0), "error"),
-                               " · the log says: " + " · ".join(said) if said else "")]
+    # (errors: the raised ones the parser found; a diagnosis may come from other lines, "Killed" or a sentence, so a
+    # count of none is left out rather than printed beside it)
+    raised = read.get("errors", 0)
+    out = ["Read %s%s%s." % (count(read.get("lines", 0), "line"), ", " + count(raised, "raised error") if raised else "",
+                             " · the log says: " + " · ".join(said) if said else "")]
     diagnoses = data.get("diagnoses") or []
     if not diagnoses:
         out.append("No known cause: nothing in this text matches a failure envdoctor knows.")
