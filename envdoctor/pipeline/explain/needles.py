@@ -198,7 +198,6 @@ class NeedleIndex:
     holds it, and only where the text holds its first three characters (every error of a log asks about every signature:
     looking per signature was most of what `explain` cost)."""
 
-    size: int  # how many patterns
     always: Tuple[int, ...]  # the patterns with no needles: tried on every text
     # literal -> the patterns it may let match, by the literal's first characters: looked for as written, and lowercased
     # in the lowercased text
@@ -217,7 +216,7 @@ class NeedleIndex:
 
         def frozen(table: Dict[str, Dict[str, List[int]]]) -> Dict[str, Tuple[Tuple[str, Tuple[int, ...]], ...]]:
             return {key: tuple((literal, tuple(at)) for literal, at in group.items()) for key, group in table.items()}
-        return cls(len(known), tuple(i for i, found in enumerate(known) if found is None), frozen(exact), frozen(blind))
+        return cls(tuple(i for i, found in enumerate(known) if found is None), frozen(exact), frozen(blind))
 
     def tried(self, text: str, folded: str) -> List[int]:
         """The positions, in order, of the patterns that may match `text` (`folded`: the text lowercased)."""
