@@ -11,6 +11,7 @@ are written against; `dtypes_in` reads them back as torch dtype names.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import List
 
@@ -40,7 +41,13 @@ _RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
 # memoryエラーが出て", "bitsandbytesがインストール"): Python counts their characters as word characters, so `\b` finds
 # no word's end there; a space is put between them (a signature written for CJK words allows one: "Torch ?未在启用 ?CUDA")
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f"
-_FLUSH_WITH_CJK = re.compile(r"(?<=[A-Za-z0-9])(?=[%s])|(?<=[%s])(?=[A-Za-z0-9])" % (_CJK, _CJK))
+
+
+@functools.cache  # compiled on the first text that is not ASCII: its wide classes cost 6 ms, and most logs are ASCII
+def _flush_with_cjk() -> re.Pattern[str]:
+    return re.compile(r"(?<=[A-Za-z0-9])(?=[%s])|(?<=[%s])(?=[A-Za-z0-9])" % (_CJK, _CJK))
+
+
 # macOS's loader says what glibc's says as "<library>: undefined symbol: <symbol>", with the symbol's Mach-O underscore
 # ("dlopen(/.../torchaudio/lib/libtorchaudio.so, 0x0006): Symbol not found: __ZN2at14RecordFunction...", dyld(1))
 _DYLD = re.compile(r"dlopen\(([^,()\n]+), \w+\): Symbol not found: _(\w+)")
@@ -53,7 +60,7 @@ def canonical(text: str) -> str:
     or a JSON string escaped (`not implemented for \\'BFloat16\\'`) read as quotes, macOS's missing symbol as
     Linux's, and English words apart from the CJK text they were written against."""
     if not text.isascii():
-        text = _FLUSH_WITH_CJK.sub(" ", text)
+        text = _flush_with_cjk().sub(" ", text)
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
     if "Symbol not found" in text:
