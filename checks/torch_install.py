@@ -337,6 +337,10 @@ VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x6
 # A Mac said in a log: its paths, its OS, its chips and their device
 _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
 # A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
+# an Apple chip as people write it in a sentence, and conda's CUDA package, in any case and flush against CJK text, which
+# Python counts as word characters ("我m1芯片用conda安装gxx和pytorch-cuda=11.8")
+_APPLE_CHIP = r"(?i:(?<![a-z\d])m[1-4](?![a-z\d]))"
+_PYTORCH_CUDA = r"(?<![A-Za-z\d_-])pytorch-cuda(?![A-Za-z\d_-])"
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 
 # pip building a package from source in its isolated build environment (PEP 517): its overlay path or its step's words
@@ -523,6 +527,21 @@ SIGNATURES = (
               remedies=(Remedy("Use a native arm64 Python (`arch -arm64` shell, a python.org universal2 or conda-forge osx-arm64 "
                                "build; `python -c 'import platform; print(platform.machine())'` must print arm64), then "
                                "reinstall torch in it", id="arm64-python"),)),
+    # conda's solver with no build of torch for this platform as asked: torch's packages among those it lists missing
+    # ("PackagesNotFoundError: The following packages are not available from current channels: - pytorch" on win-32, an
+    # environment.yaml's linux-64 build strings solved on win-64), or pytorch-cuda asked of a Mac, where it is not published
+    # (anaconda.org/pytorch/pytorch-cuda: linux-64 and win-64 only): "m1芯片用conda安装pytorch-cuda=11.8 ... Could not solve
+    # for environment specs"
+    Signature("torch-missing", r"PackagesNotFoundError: The following packages are not available from current channels|"
+                               r"Could not solve for environment specs|The environment can't be solved",
+              context=(r"^\s*-\s*(pytorch|pytorch-cuda|torchvision|torchaudio)(={1,2}[\w.*]+)*\s*$",
+                       r"%s.*(%s|%s)|(%s|%s).*%s" % (_PYTORCH_CUDA, _MAC, _APPLE_CHIP, _MAC, _APPLE_CHIP, _PYTORCH_CUDA)),
+              context_required=True,
+              cause="conda has no build of torch for this platform as asked (pytorch-cuda exists for 64-bit Linux and "
+                    "Windows only; 32-bit Windows has no torch; an environment file's build strings name another OS's builds)",
+              remedies=(Remedy("Ask conda for what this platform has: on a Mac the plain pytorch package (it runs on mps), "
+                               "elsewhere a 64-bit Python and no other OS's build strings (`conda env export --no-builds`); or "
+                               "install torch with pip", id="conda-platform-build"),)),
     # torch's own libraries built for the other CPU of a Mac (an x86_64 torch under an arm64 Python, or the reverse)
     Signature("torch-import-failed", MACHO_WRONG_CPU, context=(r"[\\/]torch[\\/]",), context_required=True,
               cause="this torch was installed for the other CPU architecture of the Mac (x86_64 under Rosetta vs arm64): the "

@@ -2776,6 +2776,23 @@ def test_what_batch_141_found() -> None:
         "torch-install")  # another package's module named like torch's
 
 
+def test_what_batch_142_found() -> None:
+    """Batch 142's dev part (issue pages with their replies): conda finding no torch for this platform as asked, and
+    DGL's own words for its per-torch library missing."""
+    win32 = ("Solving environment: failed\n\nPackagesNotFoundError: The following packages are not available from current "
+             "channels:\n\n  - pytorch-cuda==11.8=h7e8668a_5\n  - pytorch==2.0.1=py3.10_cuda11.8_cudnn8.7.0_0\n\n"
+             "Current channels:\n\n  - https://conda.anaconda.org/pytorch/win-64\n")
+    assert code_of(win32) == ("torch-install", "torch-missing")
+    other = win32.replace("pytorch-cuda==11.8=h7e8668a_5", "libfoo==1.2").replace("pytorch==2.0.1=py3.10_cuda11.8_cudnn8.7.0_0",
+                                                                                  "pytorch-lightning==2.0")
+    assert code_of(other)[0] != "torch-install"  # conda missing other packages (pytorch-lightning is not torch)
+    # pytorch-cuda asked of a Mac, in a sentence flush against Chinese text
+    mac = "我m1芯片用conda安装pytorch-cuda=11.8的时候提示`Could not solve for environment specs\n"
+    assert code_of(mac) == ("torch-install", "torch-missing")
+    assert code_of(mac.replace("m1芯片", "linux服务器"))[0] != "torch-install"  # no Mac: another cause
+    assert code_of("Cannot find DGL C++ sparse library\n") == ("extension-abi", "import-fails")
+
+
 def test_the_report_counts_the_raised_errors_it_read_and_leaves_out_a_count_of_none() -> None:
     """A diagnosis read from a line that raised nothing (bash's "Killed", a sentence) is not printed under "0 errors"."""
     from envdoctor.pipeline.explain import explain_excerpt

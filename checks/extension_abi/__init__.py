@@ -334,6 +334,11 @@ SIGNATURES = (
               cause="a package's compiled extension has no build for this GPU, this torch or CUDA at all (a CPU-only or "
                     "another torch's build)",
               remedies=(REINSTALL_EXTENSION,)),
+    # (and DGL's own words for that library missing, said without its path: "Cannot find DGL C++ sparse library", its
+    # graphbolt's the same)
+    Signature("import-fails", r"Cannot find DGL C\+\+ (sparse|graphbolt) library",
+              cause="DGL has no library built for this torch release (DGL builds one per torch version)",
+              remedies=(REINSTALL_EXTENSION,)),
     # (DGL's tensoradapter for this torch missing is a warning DGL goes on after: only where the run stopped on it)
     Signature("import-fails", r"\blibtensoradapter_pytorch_[\d.]+\.(dll|so|dylib)\b", last_only=True,
               cause="DGL has no tensoradapter library built for this torch release", remedies=(REINSTALL_EXTENSION,)),
