@@ -336,11 +336,11 @@ VC_RUNTIME = Remedy("Install the latest Microsoft Visual C++ Redistributable (x6
 
 # A Mac said in a log: its paths, its OS, its chips and their device
 _MAC = r"/Users/|[Dd]arwin|[Mm]ac ?OS|Mac(Book| mini| Studio)|Apple|\bM[1-4]( Pro| Max| Ultra)?\b|\bmps\b|MPS|arm64"
-# A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
-# an Apple chip as people write it in a sentence, and conda's CUDA package, in any case and flush against CJK text, which
-# Python counts as word characters ("我m1芯片用conda安装gxx和pytorch-cuda=11.8")
+# An Apple chip as people write it in a sentence (in any case), and conda's CUDA package, each found flush against CJK
+# text too, which Python counts as word characters ("我m1芯片用conda安装gxx和pytorch-cuda=11.8")
 _APPLE_CHIP = r"(?i:(?<![a-z\d])m[1-4](?![a-z\d]))"
 _PYTORCH_CUDA = r"(?<![A-Za-z\d_-])pytorch-cuda(?![A-Za-z\d_-])"
+# A machine whose GPU CUDA cannot use, as a log names it (case kept: the AMD fork's version says "v1.10.1-amd-53")
 _NOT_NVIDIA = r"\b(AMD|Radeon|RX ?\d{3,4}|Intel Arc|ROCm|ZLUDA)\b|" + _MAC
 
 # pip building a package from source in its isolated build environment (PEP 517): its overlay path or its step's words
