@@ -141,8 +141,8 @@ def test_the_reference_checker_catches_a_missing_section_and_a_wrong_heading() -
 @pytest.mark.parametrize("area", _areas())
 def test_no_source_file_cites_outside_notes_or_machine_paths(area: str) -> None:
     files = source_files(area)
-    corpus = [p for p in files if any(c in p.resolve().parents for c in CORPORA)]
-    offences = list(_offences(FORBIDDEN, [p for p in files if p not in corpus])) + list(_offences(NOTES, corpus))
+    corpus = {p for p in files if any(c in p.resolve().parents for c in CORPORA)}  # (a set: a list's `in` is 7,000 x 7,000)
+    offences = list(_offences(FORBIDDEN, [p for p in files if p not in corpus])) + list(_offences(NOTES, sorted(corpus)))
     assert not offences, "\n".join("%s:%d: %s" % o for o in offences)
 
 
