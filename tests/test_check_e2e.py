@@ -192,6 +192,23 @@ def test_package_level_check_api(capsys: pytest.CaptureFixture) -> None:
     assert [c.id for c in quiet.checks] == ["fp8"]
 
 
+def test_the_parent_loads_the_checks_without_what_only_their_probes_use(tmp_path: Path) -> None:
+    """The parent imports every check for its declaration and never runs a probe: the standard library the probes
+    capture and measure with (logging, tempfile, socket, ctypes: about 20 ms) is imported where a probe runs."""
+    log = tmp_path / "log.txt"
+    log.write_text("RuntimeError: \"addmm_impl_cpu_\" not implemented for 'Half'\n", encoding="utf-8")
+    code = ("import sys\nfrom envdoctor.cli import main\nrc = main(['explain', '--no-probe', %r])\n"
+            "from envdoctor.pipeline.check.registry import load_checks\n"
+            "print('checks loaded:', len(load_checks(plugins=False)[0]))\n"
+            "print('probe side:', sorted(m for m in ('logging', 'tempfile', 'socket', 'ctypes') if m in sys.modules))\n"
+            "sys.exit(rc)\n" % str(log))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "1. cpu-half-kernels (fp16-missing" in proc.stdout
+    assert "checks loaded: 14" in proc.stdout
+    assert proc.stdout.rstrip().endswith("probe side: []"), proc.stdout[-200:]
+
+
 @pytest.mark.parametrize("fmt", ["--json", "--markdown", "-v"])
 def test_a_console_that_cannot_encode_unicode_gets_output_not_a_traceback(fmt: str) -> None:
     """A cp1252/latin-1 console: "→" and "✓" must not raise UnicodeEncodeError."""

@@ -3,7 +3,6 @@ the argument), and the tables it measures against."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import sys
@@ -64,6 +63,8 @@ def _proc_driver() -> Dict[str, Any]:
 
 
 def _cu_error(lib: Any, code: int) -> str:
+    import ctypes
+
     name = ctypes.c_char_p()
     try:
         if lib.cuGetErrorName(ctypes.c_int(code), ctypes.byref(name)) == 0 and name.value:
@@ -75,6 +76,8 @@ def _cu_error(lib: Any, code: int) -> str:
 
 def _libcuda() -> Dict[str, Any]:
     """cuInit(0), cuDriverGetVersion, cuDeviceGetCount straight from the driver library."""
+    import ctypes  # (here, where the probe runs: the parent imports this module with the check's declaration)
+
     facts: Dict[str, Any] = {"library": None, "loaded": False, "error": None, "cuInit": None,
                              "driver_version": None, "device_count": None}
     if sys.platform.startswith("win"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 import sys
 from typing import Any, Dict
 
@@ -33,6 +32,8 @@ def master_port() -> Dict[str, Any]:
         return {"checked": False, "why": "MASTER_PORT is not a number"}
     port = int(raw) if raw else DEFAULT_MASTER_PORT
     found: Dict[str, Any] = {"checked": True, "port": port, "from_env": bool(raw), "taken": False}
+    import socket  # (here, where the probe runs: the parent imports this module with the check's declaration)
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         if sys.platform != "win32":  # (on Windows the option lets a bind share a port another process listens on)
@@ -47,6 +48,8 @@ def master_port() -> Dict[str, Any]:
 
 
 def probe(torch: Any, ctx: Any) -> Dict[str, Any]:
+    import socket
+
     from envdoctor.target.exchange import machine
 
     facts: Dict[str, Any] = dict(machine(), host=socket.gethostname(),

@@ -8,7 +8,6 @@ Stdlib only, Python 3.8+: runs inside the worker; torch is passed in.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 import time
@@ -27,34 +26,6 @@ from . import setups
 from .models import LIBRARIES, MODELS, TinyModel, first_output
 
 _MAX_FRAMES = 6
-
-
-class _LibraryLog(logging.Handler):
-    """The library's own log records (transformers and diffusers log to their own stderr
-    handler, not the root logger) during a run: kept in the facts, not printed."""
-
-    def __init__(self, library: str) -> None:
-        super().__init__(logging.WARNING)
-        self.logger = logging.getLogger(library)
-        self.records: List[str] = []
-        self._saved: Tuple[List[logging.Handler], bool] = ([], True)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            text = record.getMessage()
-        except Exception:  # noqa: BLE001
-            return
-        if text not in self.records:
-            self.records.append(text)
-
-    def __enter__(self) -> _LibraryLog:
-        self._saved = (list(self.logger.handlers), self.logger.propagate)
-        self.logger.handlers = [self]
-        self.logger.propagate = False
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.logger.handlers, self.logger.propagate = self._saved
 
 
 def _dispatch(path: Optional[str]) -> bool:
@@ -186,8 +157,11 @@ def run_setup(torch: Any, spec: TinyModel, module: Any, setup: setups.Setup, ver
     what = "running %s %s on %s (%s)" % (spec.label, setup.mode, setup.device,
                                           "forward+backward" if setup.training else "forward")
     fact["what"] = what
+    # (imported here, where a probe runs: the parent imports this module with the check's declaration)
+    from envdoctor.target.probekit.capture import LibraryLog
+
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught, _LibraryLog(spec.library) as log:
+    with warnings.catch_warnings(record=True) as caught, LibraryLog(spec.library) as log:
         warnings.simplefilter("always")
         try:
             with step(what, op=spec.label, device=setup.device, dtype=setup.mode, package=spec.library, version=version):

@@ -9,6 +9,8 @@ Stdlib only, Python 3.8+: these modules run in the *target* interpreter.
 - `gpus`: the identity of a CUDA device (name, capability) as every check records it.
 - `distributions`: installed distributions read from metadata, never imported.
 - `imports`: import a module and record everything it did (errors, warnings, logs, output).
+- `capture`: what a library prints and logs while a probe runs it (imported only where one runs: the parent,
+  which imports the checks for their declarations, never pays for logging and tempfile).
 - `commands`: run a program of the machine (nvidia-smi, nvcc) and record what happened.
 - `files`: small system files read as text, None when absent.
 - `links`: a GPU's PCIe link and NVLinks, the machine's network ports (a job's bandwidth bound).

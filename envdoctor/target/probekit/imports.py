@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import logging
 import os
 import re
 import sys
-import tempfile
 import time
 import traceback
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from envdoctor.target.model import op_fact
 from envdoctor.target.probekit.compile_deferral import DeferredCompile
@@ -37,93 +35,6 @@ def find_module_spec(name: str) -> Any:
         return importlib.util.find_spec(name)
     except (ImportError, ValueError, AttributeError):
         return None
-
-
-class _OutputCapture:
-    """Send fds 1 and 2 to a temporary file while an extension imports, so that C-level
-    prints and logging's last-resort handler are recorded. (The worker points faulthandler
-    at a copy of the real stderr, so a crash inside the import still reaches the runner.)"""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self._saved: List[Tuple[int, int]] = []
-        self._file: Any = None
-        self._streams: List[Tuple[str, Any, Any]] = []  # (sys attribute, original, replacement)
-
-    @staticmethod
-    def _flush() -> None:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                if stream is not None:
-                    stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
-
-    def __enter__(self) -> _OutputCapture:
-        try:
-            self._flush()
-            self._file = tempfile.TemporaryFile()
-            for fd in (1, 2):
-                self._saved.append((fd, os.dup(fd)))
-                os.dup2(self._file.fileno(), fd)
-            # Python-level streams that do not write to fds 1/2 (a notebook, a test runner) are
-            # pointed at them for the duration, so that print() is recorded too.
-            for attr, fd in (("stdout", 1), ("stderr", 2)):
-                stream = getattr(sys, attr)
-                try:
-                    same = stream is not None and stream.fileno() == fd
-                except Exception:  # noqa: BLE001 - io.UnsupportedOperation and friends
-                    same = False
-                if not same:
-                    replacement = open(fd, "w", encoding="utf-8", errors="replace", closefd=False)
-                    self._streams.append((attr, stream, replacement))
-                    setattr(sys, attr, replacement)
-        except Exception:  # noqa: BLE001 - no capture is better than a broken probe
-            self._restore()
-        return self
-
-    def _restore(self) -> None:
-        self._flush()
-        for attr, original, replacement in self._streams:
-            setattr(sys, attr, original)
-            try:
-                replacement.close()
-            except Exception:  # noqa: BLE001
-                pass
-        self._streams = []
-        for fd, saved in self._saved:
-            try:
-                os.dup2(saved, fd)
-            except OSError:
-                pass
-            try:
-                os.close(saved)
-            except OSError:
-                pass
-        self._saved = []
-
-    def __exit__(self, *exc: Any) -> None:
-        self._restore()
-        if self._file is not None:
-            try:
-                self._file.seek(0)
-                self.text = self._file.read(64 * 1024).decode("utf-8", "replace")
-            finally:
-                self._file.close()
-
-
-class _LogCapture(logging.Handler):
-    """Log records of WARNING and above emitted during an import (xformers warns this way)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.records: List[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self.records.append("%s: %s" % (record.name, record.getMessage()))
-        except Exception:  # noqa: BLE001
-            pass
 
 
 _LIBRARY_RE = re.compile(r"Could not load this library: (\S+)")
@@ -165,9 +76,9 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
     already = module in sys.modules
     saved_env = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})
-    handler = _LogCapture()
-    root = logging.getLogger()
-    root.addHandler(handler)
+    # (imported here, where a probe runs: the parent imports this module with the checks' declarations)
+    from envdoctor.target.probekit.capture import OutputCapture, RootLog
+
     exc_info: Optional[BaseException] = None
     loaded: Any = None
     start = time.perf_counter()
@@ -175,7 +86,7 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
     lost: Optional[StepLost] = None
     deferred: Optional[DeferredCompile] = None
     try:
-        with _OutputCapture() as output, warnings.catch_warnings(record=True) as caught:
+        with RootLog() as log, OutputCapture() as output, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 with step(what, package=package, module=module, version=version):
@@ -193,7 +104,6 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
                 exc_info = exc
     finally:
         elapsed = time.perf_counter() - start
-        root.removeHandler(handler)
         for key, value in saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -205,7 +115,7 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
         "module": module,
         "import_s": round(elapsed, 3),
         "warnings": warnings_seen,
-        "log": handler.records[:10],
+        "log": log.records[:10],
         "stderr": output.text.strip()[-_MAX_TEXT:],
     }
     if already:
@@ -225,7 +135,7 @@ def record_import(package: str, module: str, version: Optional[str] = None, env:
         extra["causes"] = exception_chain(exc_info)[1:]
         extra["frames"] = ["%s:%s in %s" % (f.filename, f.lineno, f.name) for f in frames]
         fact = op_fact("import %s" % module, "", "", False, error_text(exc_info), None, **extra)
-    texts = [fact.get("error") or ""] + list(extra.get("causes") or []) + warnings_seen + handler.records + [extra["stderr"]]
+    texts = [fact.get("error") or ""] + list(extra.get("causes") or []) + warnings_seen + log.records + [extra["stderr"]]
     dlopen = _dlopen_errors(texts)
     if dlopen:
         fact["dlopen"] = dlopen
