@@ -2797,6 +2797,19 @@ def test_what_batch_142_found() -> None:
     assert code_of("Cannot find DGL C++ sparse library\n") == ("extension-abi", "import-fails")
 
 
+def test_what_batch_145_found() -> None:
+    """Batch 145's dev part (blog posts where the author recorded an error and the fix that worked): a blog's typographic
+    quotes around the names torch quotes, torch's own extension builder not knowing the GPU's architecture, and a
+    companion's CPU-only operator quoted without the space after its name."""
+    assert code_of("2. ModuleNotFoundError: No module named ‘fused_layer_norm_cuda‘\n") == ("apex", "apex-no-cuda-extensions")
+    assert code_of("RuntimeError: “addmm_impl_cpu_” not implemented for ‘Half’\n")[0] == "cpu-half-kernels"
+    assert code_of("ValueError: Unknown CUDA arch (8.6) or GPU not supported\n") == ("cuda-compat", "no-kernel-image")
+    nms = ("NotImplementedError: Could not run 'torchvision::nms'with arguments from the 'CUDA' backend. This could be "
+           "because the operator doesn't exist for this backend\n")
+    assert code_of(nms) == ("extension-abi", "import-fails")
+    assert code_of(nms.replace("'CUDA' backend", "'Meta' backend"))[0] != "extension-abi"  # not the CPU build's CUDA gap
+
+
 def test_the_report_counts_the_raised_errors_it_read_and_leaves_out_a_count_of_none() -> None:
     """A diagnosis read from a line that raised nothing (bash's "Killed", a sentence) is not printed under "0 errors"."""
     from envdoctor.pipeline.explain import explain_excerpt

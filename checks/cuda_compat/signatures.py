@@ -208,6 +208,16 @@ SIGNATURES = (
               remedies=(Remedy("Build with a CUDA toolkit that knows this GPU (sm_86: 11.1+, sm_89/sm_90: 11.8+, sm_120: 12.8+), "
                                "the same major release as torch's CUDA; or set TORCH_CUDA_ARCH_LIST to architectures this "
                                "toolkit has", id="toolkit-for-gpu"),)),
+    # torch's own extension builder not knowing the architecture it is asked to build for (torch/utils/cpp_extension.py,
+    # _get_cuda_arch_flags: "ValueError: Unknown CUDA arch (8.6) or GPU not supported"): the GPU's capability or an entry of
+    # TORCH_CUDA_ARCH_LIST is not in this torch's list of architectures (torch 2.0's ends at 9.0; RTX 30xx under a torch
+    # before sm_86, a Blackwell under one before sm_120)
+    Signature("no-kernel-image", r"Unknown CUDA arch \([^)\n]*\) or GPU not supported",
+              cause="the installed torch is older than the GPU architecture the extension is built for: its extension builder "
+                    "(torch.utils.cpp_extension) does not list it (or TORCH_CUDA_ARCH_LIST names one spelled another way)",
+              remedies=(WHEEL_FOR_GPU,
+                        Remedy("Or set TORCH_CUDA_ARCH_LIST to architectures this torch lists, written as it writes them "
+                               "(\"8.0;8.6+PTX\")", id="arch-list-this-torch-knows"))),
     # A compiler or engine builder older than the GPU: ptxas given PTX of a version that predates the GPU's architecture
     # (an old Triton on an RTX 4090: "PTX .version 7.4 does not support .target sm_89"), TensorRT without kernels for its SM
     # ("[TRT] ... caskUtils.cpp ... trtSmToCask: 0 (Unsupported SM.)", "Error Code 1: Internal Error (Unsupported SM:

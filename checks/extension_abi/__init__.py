@@ -391,14 +391,15 @@ SIGNATURES = (
                     "CPU-only torch), or a DLL it needs is missing",
               remedies=(REINSTALL_EXTENSION,)),
     # A companion's operator registered for the CPU only, called on CUDA tensors: its CPU build beside a CUDA torch
-    # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics)
-    Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' with arguments from the 'CUDA' backend",
+    # ("Could not run 'torchvision::nms' with arguments from the 'CUDA' backend"; github.com/ultralytics/ultralytics; a blog's
+    # copy loses the space after the quote: "'torchvision::nms'with")
+    Signature("import-fails", r"Could not run '(torchvision|torchaudio)::\w+' ?with arguments from the 'CUDA' backend",
               cause="the companion (torchvision, torchaudio) is a CPU build beside a CUDA torch: its operators have no CUDA kernels",
               remedies=(REINSTALL_EXTENSION,)),
     # ... and any other package's operator the same way ("Could not run 'fbgemm::permute_2D_sparse_data' with arguments from
     # the 'CUDA' backend": fbgemm-gpu built for another CUDA than torch's), not torch's own namespaces (aten, prims,
     # quantized, c10d), whose operators missing on a backend are torch's
-    Signature("import-fails", r"Could not run '(?!(aten|prims|_?quantized|_?c10d\w*|profiler|torchvision|torchaudio)::)\w+::\w+'+ "
+    Signature("import-fails", r"Could not run '(?!(aten|prims|_?quantized|_?c10d\w*|profiler|torchvision|torchaudio)::)\w+::\w+'+ ?"
                               r"with arguments from the 'CUDA' backend",
               cause="the package's compiled operators have no CUDA kernels for this torch: a CPU build, or one built for "
                     "another CUDA or torch release",

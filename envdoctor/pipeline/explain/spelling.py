@@ -33,8 +33,9 @@ _PY_DTYPE = re.compile(r"\btorch\.(%s)\b" % "|".join(sorted(_TORCH_DTYPE, key=le
 _C_NAME = re.compile(r"(?:(?<=\()|(?<=: )|(?<== ))(float|double)(?=\)| !=|\s*$)|(?<=!= )(float|double)\b|(?<=\bdtype )(float|double)\b")
 _WORD = re.compile(r"\b(%s)\b" % _SCALAR)
 # A message retyped by hand, as people do on phones and in CJK text: full-width punctuation ("Input type （BFloat16）")
-# and a dtype in its own parentheses in another case ("(BFLoat16)", "(half)")
-_FULL_WIDTH = str.maketrans("（）：，＇＂［］", "():,'\"[]")
+# and a dtype in its own parentheses in another case ("(BFLoat16)", "(half)"); and typographic quotes, as a blog, a word
+# processor or a Mac's smart quotes print the quoted names ("No module named ‘fused_layer_norm_cuda‘")
+_FULL_WIDTH = str.maketrans("（）：，＇＂［］‘’“”", "():,'\"[]''\"\"")
 _RETYPED = re.compile(r"\((bfloat16|half|float)\)", re.IGNORECASE)
 _RETYPED_AS = {"bfloat16": "(BFloat16)", "half": "(Half)", "float": "(Float)"}
 # An English word written flush against Japanese, Chinese or Korean text, as those languages write it ("CUDA out of
