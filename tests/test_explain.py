@@ -2797,6 +2797,17 @@ def test_what_batch_142_found() -> None:
     assert code_of("Cannot find DGL C++ sparse library\n") == ("extension-abi", "import-fails")
 
 
+def test_a_pages_invisible_and_no_break_spaces_read_as_the_words_the_run_printed() -> None:
+    """Text copied from a web page, a word processor or a chat app: no-break spaces (`&nbsp;` once unescaped), a CJK
+    ideographic space, zero-width spaces and a byte-order mark inside the words."""
+    oom = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\n"
+    assert code_of(oom) == ("device-memory", "out-of-memory")
+    for spelled in (oom.replace(" ", "\xa0"), oom.replace("out of", "out\u3000of"), oom.replace("memory", "me\u200bmory"),
+                    "\ufeff" + oom.replace("CUDA", "CU\u2060DA"), oom.replace(" ", "&nbsp;")):
+        assert code_of(spelled) == ("device-memory", "out-of-memory"), spelled
+    assert [ln.text for ln in read_text("a\u200bb\xa0c\n").lines] == ["ab c"]
+
+
 def test_what_batch_145_found() -> None:
     """Batch 145's dev part (blog posts where the author recorded an error and the fix that worked): a blog's typographic
     quotes around the names torch quotes, torch's own extension builder not knowing the GPU's architecture, and a

@@ -62,6 +62,11 @@ _HTML_ENTITY = re.compile(r"&(?:#\d+|#[xX][0-9a-fA-F]+|[A-Za-z]+);")
 # An HTML line break in text saved from a page or a forum's archive, one post a line ("エラーは <br> CUDA out of memory. Tried
 # to allocate <br> ..."): a line break, as the page showed it
 _HTML_BREAK = re.compile(r"[ \t]*<br[ \t]*/?>[ \t]?", re.IGNORECASE)
+# The spaces a web page, a word processor or a chat app puts between words (no-break, narrow no-break, figure, CJK
+# ideographic: "CUDA&nbsp;out of memory" once unescaped) read as a space, and the invisible ones it slips into them (zero-width
+# space and joiners, word joiner, a byte-order mark) as nothing: the words are the ones the run printed
+_WEB_SPACES = str.maketrans({"\xa0": " ", "\u2007": " ", "\u202f": " ", "\u3000": " ",
+                             "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None})
 # A Markdown code fence alone on its line (```` ``` ````, ```` ```python ````, `~~~`): the page's, not the run's output
 _FENCE = re.compile(r"^[ \t]*(?:```|~~~)[\w+-]*[ \t]*$", re.MULTILINE)
 # A reply's quote marks (`> `, `> > `, `>` alone on a quoted blank line), never Python's `>>> ` prompt
@@ -411,7 +416,10 @@ class LogScanner:
             self._before.append((first + i, lines[i]))
 
     def _log_line(self, number: int, text: str) -> LogLine:
-        stream, rest = split_prefix(_clipped(text))
+        text = _clipped(text)
+        if not text.isascii():  # (on the lines kept only: a scan of every chunk costs 36 ms a 10 MB log of progress bars)
+            text = text.translate(_WEB_SPACES)
+        stream, rest = split_prefix(text)
         return LogLine(number, rest, stream)
 
     def _keep(self, lines: Iterable[LogLine]) -> None:
