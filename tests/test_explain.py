@@ -1401,7 +1401,9 @@ def test_chained_exceptions_each_keep_their_frames() -> None:
 
 def test_utf16_logs_from_powershell_and_a_bom() -> None:
     text = _traceback("RuntimeError: \"LayerNormKernelImpl\" not implemented for 'Half'", SITE + "torch/nn/functional.py")
-    for data in (codecs.BOM_UTF16_LE + text.encode("utf-16-le"), codecs.BOM_UTF8 + text.encode("utf-8")):
+    # (and UTF-16 without its BOM, as some Windows tools and .NET write it, either byte order)
+    for data in (codecs.BOM_UTF16_LE + text.encode("utf-16-le"), codecs.BOM_UTF8 + text.encode("utf-8"),
+                 text.encode("utf-16-le"), text.encode("utf-16-be")):
         scanner = LogScanner()
         for i in range(0, len(data), 7):  # bytes arrive in any cut
             scanner.feed(data[i:i + 7])
@@ -1409,10 +1411,12 @@ def test_utf16_logs_from_powershell_and_a_bom() -> None:
 
 
 def test_binary_input_is_refused_and_empty_input_is_empty() -> None:
-    with pytest.raises(NotText):
-        scanner = LogScanner()
-        scanner.feed(bytes(range(256)) * 64)
-        scanner.close()
+    # (bytes of every value; a file's header and a table of numbers whose every other byte is NUL but not all the others)
+    for data in (bytes(range(256)) * 64, b"\x7fELF\x02\x01\x01\x00" + bytes(range(64)) * 8, b"\x01\x00\x00\x00" * 512):
+        with pytest.raises(NotText):
+            scanner = LogScanner()
+            scanner.feed(data)
+            scanner.close()
     assert LogScanner().close().empty
     assert read_text("\n\n  \n").empty
 

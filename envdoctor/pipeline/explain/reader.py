@@ -127,12 +127,25 @@ def _decoder(head: bytes) -> Tuple[codecs.IncrementalDecoder, int]:
     for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
         if head.startswith(bom):
             return codecs.getincrementaldecoder(name)(errors="replace"), len(bom)
-    return codecs.getincrementaldecoder("utf-8")(errors="replace"), 0
+    return codecs.getincrementaldecoder(_utf16_without_bom(head) or "utf-8")(errors="replace"), 0
+
+
+def _utf16_without_bom(head: bytes) -> Optional[str]:
+    """"utf-16-le" or "utf-16-be" for text in UTF-16 that came without its BOM (a Windows tool's or .NET's log): where
+    every other byte of the sample is NUL and the bytes between them are not, as ASCII and most Latin text is written."""
+    sample = head[:8192]
+    if len(sample) < 16:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    for zeros, text, name in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if zeros.count(0) >= 0.9 * len(zeros) and text.count(0) == 0:
+            return name
+    return None
 
 
 def looks_binary(head: bytes) -> bool:
     """NUL bytes in text that is not UTF-16, or mostly bytes that are no UTF-8."""
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or _utf16_without_bom(head):
         return False
     sample = head[:8192]
     if b"\x00" in sample:
