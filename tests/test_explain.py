@@ -1410,6 +1410,28 @@ def test_utf16_logs_from_powershell_and_a_bom() -> None:
         assert match(scanner.close(), CHECKS).diagnoses[0].check == "cpu-half-kernels"
 
 
+def test_logs_in_a_chinese_or_japanese_windows_consoles_code_page() -> None:
+    """`python train.py > log.txt` on a Chinese or Japanese Windows writes the console's code page (GBK, cp932), not
+    UTF-8: read as text (it was refused as binary data), the OS's own words too; a UTF-8 log with a stray byte stays UTF-8."""
+    prose = {"gbk": "训练开始，正在加载模型。请稍候，这个过程可能需要几分钟时间，取决于硬盘速度和模型大小。\n" * 3,
+             "cp932": "学習を開始します。モデルを読み込んでいます。しばらくお待ちください。時間がかかる場合があります。\n" * 3}
+    words = {"gbk": "找不到指定的模块。", "cp932": "指定されたモジュールが見つかりません。"}
+    for encoding in ("gbk", "cp932"):
+        error = ('OSError: [WinError 126] %s Error loading "C:\\sd\\venv\\lib\\site-packages\\torch\\lib\\c10.dll" or '
+                 "one of its dependencies." % words[encoding])
+        data = (prose[encoding] + _traceback(error, "C:/sd/launch.py")).encode(encoding)
+        scanner = LogScanner()
+        for i in range(0, len(data), 5):  # bytes arrive in any cut, a character's two bytes apart too
+            scanner.feed(data[i:i + 5])
+        excerpt = scanner.close()
+        assert any(words[encoding] in ln.text for ln in excerpt.lines), encoding
+        assert match(excerpt, CHECKS).diagnoses[0].check == "torch-install"
+    stray = "RuntimeError: CUDA out of memory ████ 80% C:\\Users\\Jos\xe9\\x.py\n".encode("utf-8").replace(b"\xc3\xa9", b"\xe9")
+    scanner = LogScanner()
+    scanner.feed(stray)
+    assert [ln.text for ln in scanner.close().lines] == ["RuntimeError: CUDA out of memory ████ 80% C:\\Users\\Jos\ufffd\\x.py"]
+
+
 def test_binary_input_is_refused_and_empty_input_is_empty() -> None:
     # (bytes of every value; a file's header and a table of numbers whose every other byte is NUL but not all the others)
     for data in (bytes(range(256)) * 64, b"\x7fELF\x02\x01\x01\x00" + bytes(range(64)) * 8, b"\x01\x00\x00\x00" * 512):

@@ -127,7 +127,30 @@ def _decoder(head: bytes) -> Tuple[codecs.IncrementalDecoder, int]:
     for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
         if head.startswith(bom):
             return codecs.getincrementaldecoder(name)(errors="replace"), len(bom)
-    return codecs.getincrementaldecoder(_utf16_without_bom(head) or "utf-8")(errors="replace"), 0
+    return codecs.getincrementaldecoder(_utf16_without_bom(head) or _code_page(head) or "utf-8")(errors="replace"), 0
+
+
+def _decodes(sample: bytes, name: str) -> Optional[str]:
+    """The sample as text in that encoding, a character its end cut in two left out; None where it is not."""
+    try:
+        return codecs.getincrementaldecoder(name)(errors="strict").decode(sample, final=False)
+    except UnicodeDecodeError:
+        return None
+
+
+def _code_page(head: bytes) -> Optional[str]:
+    """The Windows code page a log is in where it is not UTF-8: a Chinese or Japanese Windows console writes a redirected
+    program's output in it (Python's own, `python train.py > log.txt`, in the console's code page): "cp932" where its
+    reading holds kana, else "gb18030" (GBK's superset) where the bytes are GBK. The ASCII (the error's type, the paths,
+    torch's words) reads the same in either; only the OS's own words need the right one. Not for a UTF-8 log with a
+    stray byte or a few (a path in another code page): those read as U+FFFD, the rest as it is."""
+    sample = head[:8192]
+    if sample.decode("utf-8", errors="replace").count("\ufffd") <= 8:
+        return None
+    japanese = _decodes(sample, "cp932")
+    if japanese is not None and any("\u3041" <= c <= "\u30fa" for c in japanese):
+        return "cp932"
+    return "gb18030" if _decodes(sample, "gb18030") is not None else None
 
 
 def _utf16_without_bom(head: bytes) -> Optional[str]:
@@ -150,6 +173,8 @@ def looks_binary(head: bytes) -> bool:
     sample = head[:8192]
     if b"\x00" in sample:
         return True
+    if _code_page(sample):
+        return False
     text = sample.decode("utf-8", errors="replace")
     return text.count("\ufffd") > max(8, len(text) // 10)
 
