@@ -1426,7 +1426,7 @@ def test_logs_in_a_chinese_or_japanese_windows_consoles_code_page() -> None:
         excerpt = scanner.close()
         assert any(words[encoding] in ln.text for ln in excerpt.lines), encoding
         assert match(excerpt, CHECKS).diagnoses[0].check == "torch-install"
-    stray = "RuntimeError: CUDA out of memory ████ 80% C:\\Users\\Jos\xe9\\x.py\n".encode("utf-8").replace(b"\xc3\xa9", b"\xe9")
+    stray = "RuntimeError: CUDA out of memory ████ 80% C:\\Users\\Jos\xe9\\x.py\n".encode().replace(b"\xc3\xa9", b"\xe9")
     scanner = LogScanner()
     scanner.feed(stray)
     assert [ln.text for ln in scanner.close().lines] == ["RuntimeError: CUDA out of memory ████ 80% C:\\Users\\Jos\ufffd\\x.py"]
