@@ -39,6 +39,7 @@ def _each_line(prefix: str) -> Callable[[str], str]:
 ANYWHERE: Dict[str, Callable[[str], str]] = {
     "notebook output as one JSON string": json.dumps,
     "colours": lambda text: re.sub(r"^(\w+(?:Error|Exception))", "\x1b[0;31m\\1\x1b[0m", text, flags=re.M),
+    "colours whose ESC was lost": lambda text: re.sub(r"^(\w+(?:Error|Exception))", "[0;31m\\1[0m", text, flags=re.M),
     "windows line ends": lambda text: text.replace("\n", "\r\n"),
     "a web page's escapes": html.escape,
     "a web page's no-break spaces": lambda text: text.replace(" ", "\xa0"),
@@ -160,6 +161,18 @@ def test_a_notebooks_traceback_list_is_unescaped_and_a_configs_plain_values_are_
     assert _errors(listed) == PLAIN_ERRORS
     config = '{\n  "mixed_precision": "fp16",\n  "model": "x"\n}'
     assert [ln.text for ln in read_text(config).lines] == config.split("\n")
+
+
+def test_a_notebooks_colours_copied_without_their_esc_are_taken_off() -> None:
+    """Colab's output copied from the browser keeps the colour codes' text and loses their ESC byte."""
+    text = ("[0;31m---------------------------------------------------------------------------[0m\n"
+            "[0;31mRuntimeError[0m                              Traceback (most recent call last)\n"
+            "Cell [0;32mIn[3], line 1[0m\n[0;32m----> 1[0m model[38;5;241m.[39mhalf()(x)\n"
+            "[0;31mRuntimeError[0m: \"addmm_impl_cpu_\" not implemented for 'Half'\n")
+    (error,) = raised_errors(read_text(text).lines)
+    assert (error.type, error.message) == ("RuntimeError", "\"addmm_impl_cpu_\" not implemented for 'Half'")
+    assert top(text) == "cpu-half-kernels"
+    assert [ln.text for ln in read_text("elapsed [5m 12s]\n").lines] == ["elapsed [5m 12s]"]  # no colour's reset: text
 
 
 def test_a_web_pages_escapes_are_undone_as_the_log_is_read() -> None:

@@ -47,6 +47,9 @@ MAX_CONTEXT = 200
 HEAD = 1 << 20  # context lines are looked for in the log's first MiB (where runs print their setup) and in the windows
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# The same colours with their ESC lost on the way (a notebook's output copied from a browser: "[0;31mRuntimeError[0m: ..."):
+# taken off where the text holds colour's reset, "[0m", which every coloured line ends with
+_ANSI_WITHOUT_ESC = re.compile(r"\[(?:[0-9]{1,3}(?:;[0-9]{1,3})*)?m")
 _TRACEBACK_MIDLINE = re.compile(r"(?<=[^\n])(?=Traceback \(most recent call last\))")
 # One JSON string ending its line, alone or as a key's value (a notebook's "traceback" list, its "evalue")
 _JSON_STRING = r'"((?:[^"\\]|\\.)*)",?\s*$'
@@ -297,6 +300,8 @@ def clean_lines(text: str, margins: Margins) -> List[str]:
         text = "\n".join(_json_unescaped(text.split("\n")))
     if "\x1b" in text:
         text = _ANSI.sub("", text)
+    if "[0m" in text:
+        text = _ANSI_WITHOUT_ESC.sub("", text)
     for _ in range(3):  # (a page's source escaped again, as a page quoting it shows it: "&amp;quot;")
         if "&" not in text or not _HTML_ENTITY.search(text):
             break
