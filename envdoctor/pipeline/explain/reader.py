@@ -125,12 +125,13 @@ class LogExcerpt:
         return not self.has_text
 
 
-def _decoder(head: bytes) -> Tuple[codecs.IncrementalDecoder, int]:
-    """The incremental decoder for a log that starts with `head`, and the BOM's length."""
+def _encoding(head: bytes) -> Tuple[str, int]:
+    """The encoding of a log that starts with `head`, and its BOM's length: the BOM's, else UTF-16 without one, a Windows
+    code page, or UTF-8."""
     for bom, name in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
         if head.startswith(bom):
-            return codecs.getincrementaldecoder(name)(errors="replace"), len(bom)
-    return codecs.getincrementaldecoder(_utf16_without_bom(head) or _code_page(head) or "utf-8")(errors="replace"), 0
+            return name, len(bom)
+    return _utf16_without_bom(head) or _code_page(head) or "utf-8", 0
 
 
 def _decodes(sample: bytes, name: str) -> Optional[str]:
@@ -148,7 +149,7 @@ def _code_page(head: bytes) -> Optional[str]:
     torch's words) reads the same in either; only the OS's own words need the right one. Not for a UTF-8 log with a
     stray byte or a few (a path in another code page): those read as U+FFFD, the rest as it is."""
     sample = head[:8192]
-    if sample.decode("utf-8", errors="replace").count("\ufffd") <= 8:
+    if b"\x00" in sample or sample.decode("utf-8", errors="replace").count("\ufffd") <= 8:  # (NULs: no text's)
         return None
     japanese = _decodes(sample, "cp932")
     if japanese is not None and any("\u3041" <= c <= "\u30fa" for c in japanese):
@@ -170,14 +171,10 @@ def _utf16_without_bom(head: bytes) -> Optional[str]:
 
 
 def looks_binary(head: bytes) -> bool:
-    """NUL bytes in text that is not UTF-16, or mostly bytes that are no UTF-8."""
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or _utf16_without_bom(head):
-        return False
+    """For a head read as UTF-8 (no other encoding fits it): NUL bytes, or mostly bytes that are no UTF-8."""
     sample = head[:8192]
     if b"\x00" in sample:
         return True
-    if _code_page(sample):
-        return False
     text = sample.decode("utf-8", errors="replace")
     return text.count("\ufffd") > max(8, len(text) // 10)
 
@@ -411,9 +408,10 @@ class LogScanner:
 
     def _start(self) -> None:
         head, self._head = self._head, b""
-        if self.strict and looks_binary(head):
+        encoding, skip = _encoding(head)
+        if self.strict and encoding == "utf-8" and looks_binary(head):
             raise NotText("the input is binary data, not a log or a traceback")
-        self._decoder, skip = _decoder(head)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
         self._text(self._decoder.decode(head[skip:]))
 
     def _text(self, text: str) -> None:
